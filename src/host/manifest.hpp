@@ -1,0 +1,43 @@
+// host/manifest.hpp — a plugin's `.synaps-plugin/plugin.json` (SPEC §5.3), first slice:
+// the `extension` block's process fields and permissions, with the reference's texts.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exthost/result.hpp"
+
+namespace exthost::host {
+
+// Where a plugin declares itself, relative to its directory.
+inline constexpr const char* k_manifest_path = ".synaps-plugin/plugin.json";
+
+struct Manifest {
+  std::string id;                  // the plugin directory's name
+  std::filesystem::path plugin_dir;
+  std::uint32_t protocol_version = 1;
+  std::string runtime;             // "process"
+  std::string command;             // as written
+  std::vector<std::string> args;   // as written
+  std::vector<std::string> permissions;
+  boost::json::value extension;    // the whole block, for the parts later layers read
+};
+
+// Reads and validates <dir>/.synaps-plugin/plugin.json. nullopt: the plugin declares no
+// extension. Errors: "Failed to read plugin manifest: …", "Invalid plugin manifest JSON: …",
+// "Failed to parse extension manifest: …", "Extension '<id>' uses unsupported
+// protocol_version …", "Extension '<id>' has empty command".
+Result<std::optional<Manifest>> read_manifest(const std::filesystem::path& plugin_dir);
+
+// The program to run: absolute as is; a bare name stays bare (looked up in PATH at spawn);
+// otherwise relative to the plugin directory.
+std::string resolve_command(const Manifest& m);
+// Each argument naming an existing path inside the plugin directory becomes that path,
+// canonical and absolute; every other argument is unchanged.
+std::vector<std::string> resolve_args(const Manifest& m);
+
+}  // namespace exthost::host

@@ -1,0 +1,259 @@
+#include "rpc/connection.hpp"
+
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <vector>
+
+#include "util/log.hpp"
+#include "util/text.hpp"
+#include "wire/frame_parser.hpp"
+#include "wire/json.hpp"
+#include "wire/message.hpp"
+
+namespace exthost::rpc {
+namespace asio = boost::asio;
+
+namespace {
+
+// One read takes up to 64 KiB: a whole 64 KiB notification in few reads, while the reader's
+// own buffer stays a fixed, small part of host memory.
+constexpr std::size_t k_read_chunk = 64 * 1024;
+
+std::string io_error_text(const boost::system::error_code& ec) {
+  if (ec.category() == boost::system::system_category()) return util::os_error_text(ec.value());
+  return ec.message();
+}
+
+}  // namespace
+
+Connection::Connection(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child,
+                       std::shared_ptr<Lifecycle> lifecycle)
+    : m_inbox(std::move(inbox)), m_child(std::move(child)), m_lifecycle(std::move(lifecycle)) {}
+
+Connection::~Connection() {
+  // The reader holds a reference while it runs, so it has ended by now.
+}
+
+std::shared_ptr<Connection> Connection::start(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child,
+                                              std::shared_ptr<Lifecycle> lifecycle) {
+  std::shared_ptr<Connection> c(new Connection(inbox, std::move(child), std::move(lifecycle)));
+  // Reset before the reader starts: a very fast EOF must never be erased (SPEC §1.1).
+  inbox->reopen();
+  c->m_reader_running = true;
+  asio::co_spawn(inbox->executor(), read_loop(c), asio::bind_cancellation_slot(c->m_reader_cancel.slot(), asio::detached));
+  inbox->set_current_connection(c);
+  return c;
+}
+
+void Connection::stop() {
+  if (m_stopped) return;
+  m_stopped = true;
+  m_lifecycle->invalidate();
+  if (m_reader_running) m_reader_cancel.emit(asio::cancellation_type::terminal);
+  m_child->close_stdin();
+}
+
+void Connection::end_transport(const std::string& reason) {
+  m_lifecycle->invalidate();
+  if (m_stopped) return;  // stopped from outside: the stopper fails the pending calls
+  m_inbox->fail_all_pending(reason);
+  m_inbox->drop_subscribers();
+}
+
+asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
+  const std::string& id = self->m_inbox->extension_id();
+  wire::FrameParser parser(id);
+  wire::JsonParser json;
+  std::vector<char> buf(k_read_chunk);
+  auto& counters = self->m_inbox->counters();
+  for (;;) {
+    auto [ec, n] = co_await self->m_child->stdout_pipe().async_read_some(asio::buffer(buf),
+                                                                          asio::as_tuple(asio::use_awaitable));
+    if (self->m_stopped || ec == asio::error::operation_aborted) break;
+    counters.bytes_in.fetch_add(n, std::memory_order_relaxed);
+    std::string_view view(buf.data(), n);
+    bool keep_reading = true;
+    while (!view.empty() && keep_reading) {
+      auto step = parser.feed(view);
+      view.remove_prefix(step.consumed);
+      if (step.error) {
+        util::log().debug("extension '{}': Extension transport read error: {}", id, *step.error);
+        self->end_transport("transport error: " + *step.error);
+        keep_reading = false;
+        break;
+      }
+      if (!step.body) continue;
+      counters.frames_in.fetch_add(1, std::memory_order_relaxed);
+      auto parsed = json.parse(*step.body);
+      if (!parsed) {
+        const std::string err = "Parse frame error: " + parsed.error().message;
+        util::log().debug("extension '{}': Extension transport read error: {}", id, err);
+        self->end_transport("transport error: " + err);
+        keep_reading = false;
+        break;
+      }
+      keep_reading = co_await self->dispatch(std::move(parsed).value());
+    }
+    if (!keep_reading || self->m_stopped) break;
+    if (ec) {
+      if (ec == asio::error::eof) {
+        if (auto err = parser.finish()) {
+          self->end_transport("transport error: " + *err);
+        } else {
+          util::log().debug("extension '{}': Extension stdout closed (EOF); failing pending requests", id);
+          self->end_transport("transport closed: EOF");
+        }
+      } else {
+        self->end_transport("transport error: Read header error: " + io_error_text(ec));
+      }
+      break;
+    }
+  }
+  self->m_reader_running = false;
+}
+
+asio::awaitable<bool> Connection::dispatch(boost::json::value frame) {
+  auto message = wire::classify(std::move(frame));
+  auto& counters = m_inbox->counters();
+  if (auto* resp = std::get_if<wire::Response>(&message)) {
+    m_inbox->complete(resp->id, std::move(resp->outcome));
+    co_return true;
+  }
+  if (auto* note = std::get_if<wire::Notification>(&message)) {
+    NotificationFrame nf{std::move(note->method), std::move(note->params)};
+    co_return co_await m_inbox->fan_out(std::move(nf));
+  }
+  if (auto* req = std::get_if<wire::InboundRequest>(&message)) {
+    counters.inbound_requests.fetch_add(1, std::memory_order_relaxed);
+    asio::co_spawn(m_inbox->executor(),
+                   serve_inbound(m_inbox, std::move(req->id), std::move(req->method), std::move(req->params)),
+                   asio::detached);
+    co_return true;
+  }
+  const auto& discarded = std::get<wire::Discarded>(message);
+  counters.discarded_frames.fetch_add(1, std::memory_order_relaxed);
+  util::log().warn("extension '{}': {}", m_inbox->extension_id(), discarded.reason);
+  co_return true;
+}
+
+asio::awaitable<void> Connection::serve_inbound(std::shared_ptr<Inbox> inbox, boost::json::value id,
+                                                std::string method, boost::json::value params) {
+  InboundReply reply;
+  if (auto handler = inbox->inbound_handler()) {
+    try {
+      reply = co_await handler->handle(method, std::move(params));
+    } catch (const std::exception& e) {
+      reply = InboundReply::error(-32000, std::string("inbound request failed: ") + e.what());
+    }
+  } else {
+    reply = InboundReply::error(-32601, "method not found: " + method);
+  }
+  std::string body = reply.result ? wire::encode_result_reply(id, *reply.result)
+                                  : wire::encode_error_reply(id, reply.code, reply.message);
+  auto connection = inbox->current_connection();
+  if (!connection) {
+    util::log().warn("extension '{}': No stdin available to reply to inbound request", inbox->extension_id());
+    co_return;
+  }
+  auto written = co_await connection->write(wire::frame(body));
+  if (!written) {
+    inbox->invalidate_lifecycle();
+    util::log().warn("extension '{}': Failed to write inbound response: {}", inbox->extension_id(),
+                     written.error().message);
+  }
+}
+
+asio::awaitable<Result<void>> Connection::write(std::string frame) {
+  auto self = shared_from_this();  // the caller's State may be torn down while we wait
+  if (m_write_failure) co_return Error::extension("Write error: " + io_error_text(*m_write_failure));
+  if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE));
+  auto ticket = std::make_shared<WriteTicket>(m_inbox->executor());
+  m_write_queue.push_back(QueuedFrame{std::move(frame), ticket});
+  if (!m_writing) {
+    m_writing = true;
+    asio::co_spawn(m_inbox->executor(), write_loop(shared_from_this()), asio::detached);
+  }
+  while (!ticket->done) {
+    co_await ticket->written.wait();
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (!ticket->done && cs.cancelled() != asio::cancellation_type::none) {
+      co_return Error::extension("Write error: cancelled");  // the frame is still written whole
+    }
+  }
+  if (ticket->error) co_return Error::extension("Write error: " + io_error_text(ticket->error));
+  co_return Result<void>();
+}
+
+asio::awaitable<void> Connection::write_loop(std::shared_ptr<Connection> self) {
+  auto& counters = self->m_inbox->counters();
+  std::vector<asio::const_buffer> buffers;
+  while (!self->m_write_queue.empty()) {
+    std::deque<QueuedFrame> batch;
+    batch.swap(self->m_write_queue);
+    buffers.clear();
+    std::size_t bytes = 0;
+    for (auto& f : batch) {
+      buffers.push_back(asio::buffer(f.bytes));
+      bytes += f.bytes.size();
+    }
+    auto [ec, n] = co_await asio::async_write(self->m_child->stdin_pipe(), buffers, asio::as_tuple(asio::use_awaitable));
+    if (!ec) {
+      counters.frames_out.fetch_add(batch.size(), std::memory_order_relaxed);
+      counters.bytes_out.fetch_add(bytes, std::memory_order_relaxed);
+    }
+    for (auto& f : batch) {
+      f.ticket->error = ec;
+      f.ticket->done = true;
+      f.ticket->written.notify();
+    }
+    if (ec) {
+      self->m_write_failure = ec;
+      for (auto& f : self->m_write_queue) {
+        f.ticket->error = ec;
+        f.ticket->done = true;
+        f.ticket->written.notify();
+      }
+      self->m_write_queue.clear();
+      break;
+    }
+  }
+  self->m_writing = false;
+}
+
+asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view method, const boost::json::value& params,
+                                                             std::uint64_t id) {
+  auto self = shared_from_this();
+  auto registered = m_inbox->register_pending(id);
+  if (!registered) co_return std::move(registered).error();
+  auto pending = std::move(registered).value();
+
+  auto written = co_await write(wire::frame(wire::encode_request(method, params, id)));
+  if (!written) {
+    m_lifecycle->invalidate();
+    m_inbox->remove_pending(id);
+    co_return std::move(written).error();
+  }
+  while (!pending->outcome) {
+    co_await pending->ready.wait();
+    if (pending->outcome) break;
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() != asio::cancellation_type::none) {
+      m_inbox->remove_pending(id);  // a late reply is now an unknown id: dropped and counted
+      co_return Error::extension("request cancelled");
+    }
+  }
+  co_return std::move(*pending->outcome);
+}
+
+asio::awaitable<Result<void>> Connection::notify(std::string_view method, const boost::json::value& params) {
+  co_return co_await write(wire::frame(wire::encode_notification(method, params)));
+}
+
+}  // namespace exthost::rpc

@@ -1,0 +1,93 @@
+// rpc/connection.hpp — the JSON-RPC connection to one child: one reader, one writer.
+//
+// Promises:
+// - One reader coroutine per child reads stdout through a FrameParser and dispatches each
+//   message (SPEC §1.4): responses complete their pending call, notifications are fanned out
+//   (awaited, so a slow subscriber backpressures the child), inbound requests are served on
+//   a task of their own and answered with their id verbatim.
+// - One writer per child: frames are queued whole and written in order, batched into one
+//   gather-write when several are ready; frames never interleave.
+// - When the reader ends (EOF or error) it invalidates its own lifecycle, fails every
+//   pending call ("transport closed: EOF" / "transport error: …") and ends every
+//   subscription. When the connection is stopped from outside, the reader ends silently:
+//   whoever stopped it chooses what pending calls are told.
+//
+// Threading: I/O thread only.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "exthost/result.hpp"
+#include "process/child.hpp"
+#include "rpc/inbox.hpp"
+#include "rpc/lifecycle.hpp"
+
+namespace exthost::rpc {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  // Starts the reader on `child`'s stdout and makes this the inbox's reply connection.
+  static std::shared_ptr<Connection> start(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child,
+                                           std::shared_ptr<Lifecycle> lifecycle);
+  ~Connection();
+
+  // Queues one whole frame and waits until it is written. The frame is written even if the
+  // caller is cancelled meanwhile (a frame is never cut). Error: "Write error: <os error>".
+  boost::asio::awaitable<Result<void>> write(std::string frame);
+
+  // One request/response exchange (SPEC §1.6): registers the id before writing, writes,
+  // waits for the reply. Cancellation: the pending entry is removed and a late reply is
+  // dropped and counted; the child is not touched.
+  boost::asio::awaitable<Result<boost::json::value>> call(std::string_view method, const boost::json::value& params,
+                                                          std::uint64_t id);
+
+  // Sends a notification (no reply expected).
+  boost::asio::awaitable<Result<void>> notify(std::string_view method, const boost::json::value& params);
+
+  // Stops the reader and closes stdin. Pending calls are left for the caller to fail.
+  void stop();
+
+  const std::shared_ptr<process::Child>& child() const { return m_child; }
+  const std::shared_ptr<Lifecycle>& lifecycle() const { return m_lifecycle; }
+  bool reader_running() const { return m_reader_running; }
+
+ private:
+  struct WriteTicket {
+    explicit WriteTicket(const boost::asio::any_io_executor& ex) : written(ex) {}
+    Event written;
+    bool done = false;
+    boost::system::error_code error;
+  };
+  struct QueuedFrame {
+    std::string bytes;
+    std::shared_ptr<WriteTicket> ticket;
+  };
+
+  Connection(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child, std::shared_ptr<Lifecycle> lifecycle);
+  static boost::asio::awaitable<void> read_loop(std::shared_ptr<Connection> self);
+  static boost::asio::awaitable<void> write_loop(std::shared_ptr<Connection> self);
+  static boost::asio::awaitable<void> serve_inbound(std::shared_ptr<Inbox> inbox, boost::json::value id,
+                                                    std::string method, boost::json::value params);
+  boost::asio::awaitable<bool> dispatch(boost::json::value frame);  // false: stop reading
+  void end_transport(const std::string& reason);
+
+  std::shared_ptr<Inbox> m_inbox;
+  std::shared_ptr<process::Child> m_child;
+  std::shared_ptr<Lifecycle> m_lifecycle;  // this child's own record
+  boost::asio::cancellation_signal m_reader_cancel;
+  bool m_reader_running = false;
+  bool m_stopped = false;
+  bool m_writing = false;
+  std::optional<boost::system::error_code> m_write_failure;
+  std::deque<QueuedFrame> m_write_queue;
+};
+
+}  // namespace exthost::rpc

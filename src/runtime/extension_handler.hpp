@@ -1,0 +1,106 @@
+// runtime/extension_handler.hpp — what the host asks of an extension runtime (seed 002).
+//
+// Every operation a runtime may support, with the reference's default answers: a runtime
+// that does not implement one says "extension runtime does not support …". Coroutines run
+// on the host's I/O thread. Cancellation (every awaitable here): when the caller abandons
+// an operation, its request is abandoned too (a late reply is dropped and counted); the
+// child keeps running and the subscription, if any, is released.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/value.hpp>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exthost/health.hpp"
+#include "exthost/result.hpp"
+#include "protocol/author.hpp"
+#include "protocol/hook.hpp"
+#include "rpc/inbox.hpp"
+
+namespace exthost::runtime {
+
+// A consumer of streamed events: awaited per event (backpressure); returns false once it
+// is closed, after which the producer stops forwarding but still completes its call.
+using EventSink = std::function<boost::asio::awaitable<bool>(boost::json::value event)>;
+
+// The default answers name their parameters for documentation, and use none of them.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
+class ExtensionHandler {
+ public:
+  virtual ~ExtensionHandler() = default;
+
+  virtual const std::string& id() const = 0;
+
+  // The child actually serving, without waiting for any lock or I/O; any thread. nullopt
+  // means unsupported or unavailable, never healthy.
+  virtual std::optional<Lifecycle> lifecycle_snapshot() const { return std::nullopt; }
+
+  virtual boost::asio::awaitable<protocol::HookResult> handle(const protocol::HookEvent& event) = 0;
+  // handle() for a caller that must never start or restart the extension.
+  virtual boost::asio::awaitable<protocol::HookResult> handle_no_spawn(const protocol::HookEvent& event) {
+    co_return co_await handle(event);
+  }
+
+  // A tool call for a conversation (`session_id`; none for a worker) in folder `cwd`
+  // (none: the host's current directory).
+  virtual boost::asio::awaitable<Result<boost::json::value>> call_tool_for(
+      std::string name, boost::json::value input, std::optional<std::string> session_id,
+      std::optional<std::filesystem::path> cwd) {
+    co_return Error::extension("extension runtime does not support tool.call");
+  }
+  // call_tool_for() naming the run that calls (tool.call params.caller).
+  virtual boost::asio::awaitable<Result<boost::json::value>> call_tool_as(
+      std::string name, boost::json::value input, std::optional<std::string> session_id,
+      std::optional<std::filesystem::path> cwd, std::optional<protocol::Author> caller) {
+    co_return co_await call_tool_for(std::move(name), std::move(input), std::move(session_id), std::move(cwd));
+  }
+
+  virtual boost::asio::awaitable<Result<boost::json::value>> provider_complete(boost::json::value params) {
+    co_return Error::extension("extension runtime does not support provider.complete");
+  }
+  virtual boost::asio::awaitable<Result<boost::json::value>> provider_stream(boost::json::value params, EventSink sink) {
+    co_return Error::extension("provider.stream is not supported by this extension");
+  }
+  virtual boost::asio::awaitable<Result<boost::json::value>> invoke_command(std::string command,
+                                                                           std::vector<std::string> args,
+                                                                           std::string request_id, EventSink sink) {
+    co_return Error::extension("extension runtime does not support command.invoke");
+  }
+  virtual boost::asio::awaitable<Result<boost::json::value>> get_info() {
+    co_return Error::extension("extension runtime does not support info.get");
+  }
+  virtual boost::asio::awaitable<Result<boost::json::value>> settings_editor_open(std::string category,
+                                                                                 std::string field) {
+    co_return Error::extension("extension runtime does not support settings.editor.open");
+  }
+  virtual boost::asio::awaitable<Result<boost::json::value>> settings_editor_key(std::string category,
+                                                                                std::string field, std::string key) {
+    co_return Error::extension("extension runtime does not support settings.editor.key");
+  }
+  virtual boost::asio::awaitable<Result<boost::json::value>> settings_editor_commit(std::string category,
+                                                                                   std::string field,
+                                                                                   boost::json::value value) {
+    co_return Error::extension("extension runtime does not support settings.editor.commit");
+  }
+
+  // Stops the extension for good.
+  virtual boost::asio::awaitable<void> shutdown() = 0;
+
+  // Every notification the extension sends from now on, until unsubscribed or the
+  // transport ends. Default: a subscription that has already ended.
+  virtual rpc::Subscription subscribe_notifications() { return rpc::Subscription(); }
+
+  virtual Health health() const { return Health::running; }
+  virtual std::size_t restart_count() const { return 0; }
+};
+
+#pragma GCC diagnostic pop
+
+}  // namespace exthost::runtime

@@ -1,0 +1,138 @@
+// runtime/process_extension.hpp — an extension run as a child process (seed 003).
+//
+// Promises:
+// - At most one host→extension request is in flight per extension: the call lock
+//   serializes whole exchanges and restarts; notifications and inbound requests flow
+//   concurrently beside them.
+// - Every deadline is the method's real one (SPEC A2): a timed-out call is abandoned (its
+//   late reply dropped and counted); the child is neither killed nor restarted for it.
+// - A transport failure restarts the child within the RestartPolicy budget and retries
+//   once with a fresh id; an application error ("Extension error: …") is returned verbatim
+//   and never restarts anything. A stopped extension never respawns.
+// - The resolved initialize config lives only in memory and is re-sent on every restart.
+//
+// Threading: all coroutines run on the host's I/O thread. lifecycle_snapshot(), health()
+// and restart_count() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/value.hpp>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "process/child.hpp"
+#include "protocol/initialize.hpp"
+#include "rpc/async_mutex.hpp"
+#include "rpc/connection.hpp"
+#include "rpc/inbox.hpp"
+#include "runtime/extension_handler.hpp"
+#include "runtime/restart_policy.hpp"
+#include "runtime/timeouts.hpp"
+
+namespace exthost::runtime {
+
+struct ProcessSpec {
+  std::string id;
+  std::string command;  // absolute, or a bare name looked up in PATH
+  std::vector<std::string> args;
+  std::optional<std::filesystem::path> cwd;  // the plugin directory
+  std::vector<std::string> environment;      // "NAME=value"; the allowlist when empty
+  bool environment_given = false;            // true: use `environment` even if empty
+};
+
+class ProcessExtension final : public ExtensionHandler, public std::enable_shared_from_this<ProcessExtension> {
+ public:
+  // Spawns the child (no handshake yet). Error: "Failed to spawn extension '<id>': …".
+  static boost::asio::awaitable<Result<std::shared_ptr<ProcessExtension>>> spawn(
+      boost::asio::any_io_executor ex, ProcessSpec spec, Timeouts timeouts = {}, RestartPolicy policy = {});
+  ~ProcessExtension() override;
+
+  // The load-time handshake (no restart; deadline Timeouts::initialize). Keeps `config` in
+  // memory for restarts. On any failure the generation is invalidated.
+  boost::asio::awaitable<Result<protocol::InitializeResult>> initialize(std::optional<std::filesystem::path> plugin_root,
+                                                                        boost::json::value config);
+
+  // One request with restart-on-transport-failure and the method's deadline.
+  boost::asio::awaitable<Result<boost::json::value>> call(std::string method, boost::json::value params);
+  // One request on the running child only; never spawns or restarts.
+  boost::asio::awaitable<Result<boost::json::value>> call_no_spawn(std::string method, boost::json::value params);
+
+  // Stops at once: fails pending calls with "transport closed: extension cancelled". Not
+  // terminal: a later call() restarts the child.
+  void force_shutdown();
+
+  // Inbound requests from the extension are served by `handler` (memory.*, config.*).
+  void set_inbound_handler(std::shared_ptr<rpc::InboundHandler> handler);
+
+  const std::string& id() const override { return m_spec.id; }
+  std::optional<Lifecycle> lifecycle_snapshot() const override;
+  boost::asio::awaitable<protocol::HookResult> handle(const protocol::HookEvent& event) override;
+  boost::asio::awaitable<protocol::HookResult> handle_no_spawn(const protocol::HookEvent& event) override;
+  boost::asio::awaitable<Result<boost::json::value>> call_tool_for(std::string name, boost::json::value input,
+                                                                  std::optional<std::string> session_id,
+                                                                  std::optional<std::filesystem::path> cwd) override;
+  boost::asio::awaitable<Result<boost::json::value>> call_tool_as(std::string name, boost::json::value input,
+                                                                 std::optional<std::string> session_id,
+                                                                 std::optional<std::filesystem::path> cwd,
+                                                                 std::optional<protocol::Author> caller) override;
+  boost::asio::awaitable<void> shutdown() override;
+  rpc::Subscription subscribe_notifications() override { return m_inbox->subscribe(); }
+  Health health() const override;
+  // Lifetime restarts: never reset.
+  std::size_t restart_count() const override { return m_total_restarts.load(); }
+
+  // Inspection, for the host and for tests.
+  rpc::Inbox& inbox() { return *m_inbox; }
+  std::shared_ptr<process::Child> child() const { return m_state ? m_state->child : nullptr; }
+  bool stopped() const { return m_stopped.load(); }
+  std::size_t consecutive_restarts() const { return m_restart_count.load(); }
+  const RestartPolicy& restart_policy() const { return m_policy; }
+  const Timeouts& timeouts() const { return m_timeouts; }
+  // The stderr tail of the current child, or of the last one that ran.
+  std::string stderr_tail() const;
+
+ private:
+  // One running child: its process, connection and lifecycle record. Dropping it
+  // invalidates the generation, stops the reader and kills the child's group.
+  struct State {
+    std::shared_ptr<process::Child> child;
+    std::shared_ptr<rpc::Connection> connection;
+    std::shared_ptr<rpc::Lifecycle> lifecycle;
+    ~State();
+  };
+
+  ProcessExtension(boost::asio::any_io_executor ex, ProcessSpec spec, Timeouts timeouts, RestartPolicy policy);
+  Result<std::unique_ptr<State>> spawn_state();
+  boost::asio::awaitable<Result<boost::json::value>> call_once_locked(State& state, std::string_view method,
+                                                                      const boost::json::value& params, std::uint64_t id);
+  boost::asio::awaitable<Result<boost::json::value>> call_inner(std::string method, boost::json::value params);
+  boost::asio::awaitable<Result<void>> restart_locked();
+  boost::asio::awaitable<Result<void>> initialize_locked();
+  boost::asio::awaitable<protocol::HookResult> hook_outcome(Result<boost::json::value> reply);
+  std::uint64_t next_id() { return m_next_id++; }
+  void remember_stderr();
+
+  boost::asio::any_io_executor m_executor;
+  ProcessSpec m_spec;
+  Timeouts m_timeouts;
+  RestartPolicy m_policy;
+  std::shared_ptr<rpc::Inbox> m_inbox;  // outlives every child
+  rpc::AsyncMutex m_call_lock;          // one exchange (or restart) at a time
+  std::unique_ptr<State> m_state;       // the current child; null when none
+  std::uint64_t m_next_id = 1;
+  std::atomic<std::size_t> m_restart_count{0};   // consecutive: the exhaustion budget
+  std::atomic<std::size_t> m_total_restarts{0};  // lifetime: never reset
+  std::atomic<bool> m_stopped{false};            // set by shutdown(), never cleared
+  std::atomic<bool> m_has_state{false};          // mirrors m_state for health() off-thread
+  boost::json::value m_initialize_config;        // memory only: never logged or written
+  std::optional<std::filesystem::path> m_plugin_root;
+  std::string m_last_stderr_tail;
+};
+
+}  // namespace exthost::runtime
