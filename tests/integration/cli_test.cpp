@@ -1,0 +1,105 @@
+// The exthost command end to end: check and call against a real plugin directory.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "../support/proc.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+};
+
+Run run(const std::string& args) {
+  const std::string cmd = std::string(EXTHOST_CLI) + " " + args + " 2>" + (fs::temp_directory_path() / "exthost-cli-stderr").string();
+  Run r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string last_stderr() {
+  std::ifstream f(fs::temp_directory_path() / "exthost-cli-stderr");
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("exthost-cli-" + std::to_string(::getpid())) / "fake-plugin";
+    fs::create_directories(dir / ".synaps-plugin");
+  }
+  void TearDown() override { fs::remove_all(dir.parent_path()); }
+  void manifest(const std::string& mode) {
+    std::ofstream(dir / ".synaps-plugin/plugin.json")
+        << R"({"name":"fake","extension":{"protocol_version":1,"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION
+        << R"(","args":[")" << mode << R"("],"permissions":["tools.register"]}})";
+  }
+  fs::path dir;
+};
+
+TEST_F(Cli, CheckReportsThePluginAsJson) {
+  manifest("echo");
+  auto r = run("check " + dir.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << last_stderr();
+  EXPECT_EQ(r.out.rfind(R"({"id":"fake-plugin","health":"running","generation":2,"tools":[{"name":"echo","description":"Echo the input back","input_schema":{"type":"object"}}],"init_ms":)", 0), 0u) << r.out;
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+}
+
+TEST_F(Cli, CallPrintsTheResultVerbatim) {
+  manifest("echo");
+  auto r = run("call " + dir.string() + R"( echo '{"text":"hi"}' --json)");
+  ASSERT_EQ(r.exit_code, 0) << last_stderr();
+  EXPECT_EQ(r.out, "{\"result\":{\"content\":{\"text\":\"hi\"}}}\n");
+  auto plain = run("call " + dir.string() + R"( echo '[1,2]')");
+  EXPECT_EQ(plain.out, "{\"content\":[1,2]}\n");
+}
+
+TEST_F(Cli, FailuresExitNonZeroAndNameTheExtension) {
+  auto missing = run("check " + dir.string());
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(last_stderr().find("Failed to read plugin manifest"), std::string::npos) << last_stderr();
+  manifest("bad-protocol");
+  auto bad = run("check " + dir.string());
+  EXPECT_EQ(bad.exit_code, 4);
+  EXPECT_NE(last_stderr().find("Extension 'fake-plugin' initialize returned unsupported protocol_version 999"),
+            std::string::npos) << last_stderr();
+  manifest("hang-init");
+  auto slow = run("check " + dir.string() + " --timeout 0.3");
+  EXPECT_EQ(slow.exit_code, 5);
+  EXPECT_NE(last_stderr().find("Extension 'fake-plugin' initialize timed out"), std::string::npos) << last_stderr();
+  EXPECT_EQ(run("bogus").exit_code, 2);
+}
+
+TEST_F(Cli, HelpWorks) {
+  auto r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Exit codes:"), std::string::npos);
+  EXPECT_EQ(run("call --help").exit_code, 0);
+}
+
+TEST_F(Cli, TheChildAndItsDescendantsAreGoneWhenTheCommandReturns) {
+  manifest("grandchild");
+  auto r = run("call " + dir.string() + " echo --json");
+  ASSERT_EQ(r.exit_code, 0) << last_stderr();
+  const auto at = r.out.find("\"pid\":");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const pid_t grandchild = std::atoi(r.out.c_str() + at + 6);
+  for (int i = 0; i < 300 && exthost::testing::alive(grandchild); ++i) ::usleep(10'000);
+  EXPECT_FALSE(exthost::testing::alive(grandchild));
+}
+
+}  // namespace

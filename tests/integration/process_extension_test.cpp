@@ -1,0 +1,282 @@
+// Integration tests of the transport core: real children (the fake extension).
+#include <gtest/gtest.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <sys/wait.h>
+
+#include "../support/bounded.hpp"
+#include "../support/proc.hpp"
+#include "runtime/process_extension.hpp"
+#include "wire/json.hpp"
+
+namespace exthost {
+namespace {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using exthost::testing::run_bounded;
+using exthost::testing::run_until;
+using runtime::ProcessExtension;
+
+class ProcessExtensionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { std::signal(SIGPIPE, SIG_IGN); }
+
+  std::shared_ptr<ProcessExtension> spawn(std::vector<std::string> args, runtime::Timeouts t = {}) {
+    runtime::ProcessSpec spec;
+    spec.id = "fake";
+    spec.command = EXTHOST_FAKE_EXTENSION;
+    spec.args = std::move(args);
+    auto r = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec, t));
+    if (!r || !r->ok()) {
+      ADD_FAILURE() << "spawn failed";
+      return nullptr;
+    }
+    return std::move(*r).value();
+  }
+
+  std::shared_ptr<ProcessExtension> start(std::vector<std::string> args, runtime::Timeouts t = {}) {
+    auto ext = spawn(std::move(args), t);
+    if (!ext) return nullptr;
+    auto init = run_bounded(io, ext->initialize(std::nullopt, boost::json::object()));
+    EXPECT_TRUE(init && init->ok()) << (init && !init->ok() ? init->error().message : "");
+    return ext;
+  }
+
+  void stop(const std::shared_ptr<ProcessExtension>& ext) { run_bounded(io, ext->shutdown()); }
+
+  asio::io_context io;
+};
+
+TEST_F(ProcessExtensionTest, RoundTripsAToolCall) {
+  auto ext = start({"echo"});
+  ASSERT_TRUE(ext);
+  auto r = run_bounded(io, ext->call_tool_for("echo", boost::json::parse(R"({"text":"hi"})"), std::nullopt, std::nullopt));
+  ASSERT_TRUE(r && r->ok());
+  EXPECT_EQ(wire::to_json(r->value()), R"({"content":{"text":"hi"}})");
+  auto snap = ext->lifecycle_snapshot();
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->generation, 2u);
+  EXPECT_EQ(snap->health, Health::running);
+  stop(ext);
+  EXPECT_EQ(ext->lifecycle_snapshot()->health, Health::failed);
+}
+
+TEST_F(ProcessExtensionTest, InterleavedNotificationsReachASubscriberInOrder) {
+  auto ext = start({"notify", "40"});
+  ASSERT_TRUE(ext);
+  auto sub = ext->subscribe_notifications();
+  std::vector<std::int64_t> seen;
+  auto drain = [&]() -> asio::awaitable<void> {
+    while (seen.size() < 40) {
+      auto frame = co_await sub.queue().pop();
+      if (!frame) co_return;
+      EXPECT_EQ(frame->method, "test.notify");
+      seen.push_back(frame->params.as_object().at("index").as_int64());
+    }
+  };
+  auto both = [&]() -> asio::awaitable<Result<boost::json::value>> {
+    // `&&` with a void operand yields the other operand's value.
+    co_return co_await (ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":1})")) && drain());
+  };
+  auto r = run_bounded(io, both());
+  ASSERT_TRUE(r && r->ok());
+  ASSERT_EQ(seen.size(), 40u);
+  for (std::int64_t i = 0; i < 40; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, InboundRequestsAreAnsweredWithTheirOwnIds) {
+  auto ext = start({"inbound"});
+  ASSERT_TRUE(ext);
+  auto r = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":{}})")));
+  ASSERT_TRUE(r && r->ok()) << (r && !r->ok() ? r->error().message : "");
+  EXPECT_EQ(wire::to_json(r->value()),
+            R"({"replies":[{"jsonrpc":"2.0","id":"evt-1000","error":{"code":-32601,"message":"method not found: no.such.method"}},)"
+            R"({"jsonrpc":"2.0","id":1001,"error":{"code":-32601,"message":"method not found: no.such.method"}}]})");
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, EofFailsThePendingCallWithTransportClosed) {
+  auto ext = start({"eof-on-call"});
+  ASSERT_TRUE(ext);
+  auto r = run_bounded(io, ext->call_no_spawn("tool.call", boost::json::parse(R"({"name":"echo","input":{}})")));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->ok());
+  EXPECT_EQ(r->error().message, "transport closed: EOF");
+  EXPECT_EQ(ext->lifecycle_snapshot()->health, Health::failed);
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, AKilledChildIsSeenByTheSnapshotWithoutAnotherCall) {
+  auto ext = start({"echo"});
+  ASSERT_TRUE(ext);
+  const auto before = ext->lifecycle_snapshot();
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->health, Health::running);
+  ::kill(ext->child()->pid(), SIGKILL);
+  // No RPC: only the probe (and the reaper on the I/O thread) may notice.
+  ASSERT_TRUE(run_until(io, [&] {
+    auto s = ext->lifecycle_snapshot();
+    return s && s->health == Health::failed;
+  }));
+  const auto after = ext->lifecycle_snapshot();
+  EXPECT_EQ(after->generation, before->generation | 1);
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, TheSnapshotSeesAnExitEvenBeforeTheReaperRuns) {
+  auto ext = start({"echo"});
+  ASSERT_TRUE(ext);
+  const pid_t pid = ext->child()->pid();
+  ::kill(pid, SIGKILL);
+  // Wait for the kernel, not for our I/O thread: the context does not run here.
+  for (int i = 0; i < 1000 && exthost::testing::proc_state(pid) != 'Z'; ++i) ::usleep(2000);
+  auto s = ext->lifecycle_snapshot();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->health, Health::failed);
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, AHostSecretIsInvisibleToTheChild) {
+  ::setenv("EXTHOST_TEST_SECRET_TOKEN", "hunter2", 1);
+  ::setenv("LD_PRELOAD", "", 1);
+  auto ext = start({"env"});
+  ::unsetenv("EXTHOST_TEST_SECRET_TOKEN");
+  ::unsetenv("LD_PRELOAD");
+  ASSERT_TRUE(ext);
+  auto r = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"env","input":{}})")));
+  ASSERT_TRUE(r && r->ok());
+  const auto& env = r->value().as_object();
+  EXPECT_FALSE(env.contains("EXTHOST_TEST_SECRET_TOKEN"));
+  EXPECT_FALSE(env.contains("LD_PRELOAD"));
+  for (const auto& [key, value] : env) {
+    const std::string k(key);
+    EXPECT_TRUE(k == "PATH" || k == "HOME" || k == "LANG" || k == "TERM" || k == "XDG_RUNTIME_DIR") << k;
+  }
+  EXPECT_TRUE(env.contains("PATH"));
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, AFiftyMebibyteStderrFloodKeepsHostMemoryBoundedAndTheTail) {
+  auto ext = start({"stderr-flood", "50"});
+  ASSERT_TRUE(ext);
+  const long before = exthost::testing::rss_kib();
+  auto r = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":{}})")),
+                       std::chrono::seconds(60));
+  ASSERT_TRUE(r && r->ok());
+  ASSERT_TRUE(run_until(io, [&] { return ext->stderr_tail().find("TAIL-MARKER") != std::string::npos; }));
+  const long grown_kib = exthost::testing::rss_kib() - before;
+  EXPECT_LT(grown_kib, 16 * 1024) << "50 MiB of stderr must not be retained";
+  const auto snap = ext->child()->stderr_snapshot();
+  EXPECT_GE(snap.total_bytes, 50u * 1024 * 1024);
+  EXPECT_EQ(snap.forwarded_bytes, process::StderrLog::k_forward_budget);
+  EXPECT_LE(snap.tail.size(), process::StderrLog::k_tail_bytes);
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, AGrandchildDiesWithItsParent) {
+  auto ext = start({"grandchild"});
+  ASSERT_TRUE(ext);
+  auto r = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":{}})")));
+  ASSERT_TRUE(r && r->ok());
+  const pid_t grandchild = static_cast<pid_t>(r->value().as_object().at("pid").as_int64());
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(exthost::testing::alive(grandchild));
+  stop(ext);
+  for (int i = 0; i < 500 && exthost::testing::alive(grandchild); ++i) ::usleep(10'000);
+  EXPECT_FALSE(exthost::testing::alive(grandchild));
+}
+
+TEST_F(ProcessExtensionTest, TwoHundredSpawnShutdownCyclesLeakNoDescriptorsOrZombies) {
+  {  // warm up lazily created descriptors (epoll, timerfd, the logger)
+    auto ext = start({"echo"});
+    ASSERT_TRUE(ext);
+    stop(ext);
+  }
+  const int fds_before = exthost::testing::open_fd_count();
+  const int zombies_before = exthost::testing::zombie_children();
+  for (int i = 0; i < 200; ++i) {
+    auto ext = start({"echo"});
+    ASSERT_TRUE(ext) << "cycle " << i;
+    stop(ext);
+  }
+  run_until(io, [] { return false; }, std::chrono::milliseconds(50));  // let reapers finish
+  EXPECT_EQ(exthost::testing::open_fd_count(), fds_before);
+  EXPECT_EQ(exthost::testing::zombie_children(), zombies_before);
+}
+
+TEST_F(ProcessExtensionTest, AChildIgnoringSigtermIsStillStoppedWithinItsBound) {
+  auto ext = start({"ignore-sigterm"});
+  ASSERT_TRUE(ext);
+  auto child = ext->child();
+  const pid_t pid = child->pid();
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(run_bounded(io, ext->shutdown(), std::chrono::seconds(10)));
+  EXPECT_TRUE(child->reaped());
+  EXPECT_FALSE(exthost::testing::alive(pid));
+  ASSERT_TRUE(child->wait_status());
+  EXPECT_TRUE(WIFSIGNALED(*child->wait_status()));
+  EXPECT_EQ(WTERMSIG(*child->wait_status()), SIGKILL);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+}
+
+TEST_F(ProcessExtensionTest, ASilentInitializeFailsAtItsDeadline) {
+  runtime::Timeouts t;
+  t.initialize = std::chrono::milliseconds(200);
+  auto ext = spawn({"hang-init"}, t);
+  ASSERT_TRUE(ext);
+  auto init = run_bounded(io, ext->initialize(std::nullopt, boost::json::object()));
+  ASSERT_TRUE(init);
+  ASSERT_FALSE(init->ok());
+  EXPECT_EQ(init->error().message, "Extension 'fake' initialize timed out after 200ms");
+  EXPECT_EQ(init->error().kind, ErrorKind::timeout);
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, AnUnsupportedProtocolVersionFailsInitialize) {
+  auto ext = spawn({"bad-protocol"});
+  ASSERT_TRUE(ext);
+  auto init = run_bounded(io, ext->initialize(std::nullopt, boost::json::object()));
+  ASSERT_TRUE(init);
+  ASSERT_FALSE(init->ok());
+  EXPECT_EQ(init->error().message,
+            "Extension 'fake' initialize returned unsupported protocol_version 999 (supported: 1)");
+  EXPECT_EQ(ext->lifecycle_snapshot()->health, Health::failed);
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, AMissingBinaryFailsToSpawnWithTheOsError) {
+  runtime::ProcessSpec spec;
+  spec.id = "ghost";
+  spec.command = "/definitely/not/spawned";
+  auto r = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->ok());
+  EXPECT_EQ(r->error().message, "Failed to spawn extension 'ghost': No such file or directory (os error 2)");
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+}
+
+TEST_F(ProcessExtensionTest, ATimedOutCallIsAbandonedAndTheNextCallWorks) {
+  runtime::Timeouts t;
+  t.tool_call = std::chrono::milliseconds(200);
+  auto ext = start({"slow-call", "1000"}, t);
+  ASSERT_TRUE(ext);
+  auto slow = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":1})")));
+  ASSERT_TRUE(slow);
+  ASSERT_FALSE(slow->ok());
+  EXPECT_EQ(slow->error().kind, ErrorKind::timeout);
+  EXPECT_EQ(slow->error().message, "Extension 'fake' method 'tool.call' timed out after 200ms");
+  // The late reply arrives for an abandoned id: dropped and counted; the child lives on.
+  ASSERT_TRUE(run_until(io, [&] { return ext->inbox().counters().late_replies.load() == 1; }));
+  EXPECT_EQ(ext->restart_count(), 0u);
+  EXPECT_EQ(ext->lifecycle_snapshot()->health, Health::running);
+  stop(ext);
+}
+
+}  // namespace
+}  // namespace exthost

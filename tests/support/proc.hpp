@@ -1,0 +1,68 @@
+// proc.hpp — /proc readings for tests: descriptor counts, zombies, process state.
+#pragma once
+
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+namespace exthost::testing {
+
+inline int open_fd_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+  }
+  return n - 1;  // the directory stream's own descriptor
+}
+
+// State letter of a process ('R', 'S', 'Z', …) and its parent; 0 if there is none.
+inline char proc_state(pid_t pid, pid_t* ppid = nullptr) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  if (!std::getline(f, s)) return 0;
+  const auto close = s.rfind(')');
+  if (close == std::string::npos || close + 2 >= s.size()) return 0;
+  std::istringstream rest(s.substr(close + 2));
+  char state = 0;
+  pid_t parent = 0;
+  rest >> state >> parent;
+  if (ppid) *ppid = parent;
+  return state;
+}
+
+inline bool alive(pid_t pid) {
+  const char s = proc_state(pid);
+  return s != 0 && s != 'Z' && s != 'X';
+}
+
+// Zombie children of this process.
+inline int zombie_children() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      const pid_t pid = std::atoi(e->d_name);
+      if (pid <= 0) continue;
+      pid_t parent = 0;
+      if (proc_state(pid, &parent) == 'Z' && parent == ::getpid()) ++n;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+// Resident set size of this process in KiB.
+inline long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+}  // namespace exthost::testing

@@ -1,0 +1,37 @@
+// exit_codes.hpp — the documented exit codes of the exthost command.
+#pragma once
+
+#include "exthost/result.hpp"
+
+namespace exthost::cli {
+
+enum ExitCode : int {
+  k_exit_ok = 0,
+  k_exit_internal = 1,   // a bug or an environment failure in exthost itself
+  k_exit_usage = 2,      // bad arguments or input
+  k_exit_manifest = 3,   // plugin.json missing, unreadable or invalid
+  k_exit_extension = 4,  // the extension failed: spawn, transport, protocol or its own error
+  k_exit_timeout = 5,    // the extension did not answer in time
+};
+
+inline int exit_code_for(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::usage: return k_exit_usage;
+    case ErrorKind::manifest: return k_exit_manifest;
+    case ErrorKind::extension: return k_exit_extension;
+    case ErrorKind::timeout: return k_exit_timeout;
+    case ErrorKind::internal: return k_exit_internal;
+  }
+  return k_exit_internal;
+}
+
+inline constexpr const char* k_exit_code_table =
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  internal error\n"
+    "  2  usage error (bad arguments or input JSON)\n"
+    "  3  manifest error (plugin.json missing or invalid)\n"
+    "  4  extension failed (spawn, transport, protocol or its own error)\n"
+    "  5  timeout (the extension did not answer in time)\n";
+
+}  // namespace exthost::cli

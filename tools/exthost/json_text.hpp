@@ -1,0 +1,34 @@
+// json_text.hpp — writing JSON output from the CLI without a JSON library.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace exthost::cli {
+
+// `s` as a JSON string literal (UTF-8 passes through; control characters are escaped).
+inline std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace exthost::cli
