@@ -90,6 +90,9 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   // Inspection, for the host and for tests.
   rpc::Inbox& inbox() { return *m_inbox; }
   std::shared_ptr<process::Child> child() const { return m_state ? m_state->child : nullptr; }
+  // The current child's connection (null when none): for pipelined traffic that bypasses
+  // the call lock, such as the benchmark's.
+  std::shared_ptr<rpc::Connection> connection() const { return m_state ? m_state->connection : nullptr; }
   bool stopped() const { return m_stopped.load(); }
   std::size_t consecutive_restarts() const { return m_restart_count.load(); }
   const RestartPolicy& restart_policy() const { return m_policy; }
