@@ -111,12 +111,19 @@ asio::awaitable<long> drain_flood(exthost::rpc::Subscription& sub, long count, l
   co_return seen;
 }
 
+// The flood request; a failed call ends the run at once (the drain would wait forever).
+asio::awaitable<Result<json::value>> flood_request(exthost::runtime::ProcessExtension& ext, json::value params) {
+  auto r = co_await ext.call("bench.flood", std::move(params));
+  if (!r) die("bench.flood failed: " + r.error().message);
+  co_return r;
+}
+
 asio::awaitable<double> flood(exthost::runtime::ProcessExtension& ext, long count, long size) {
   auto sub = ext.subscribe_notifications();
   json::object params{{"count", count}, {"size", size}};
   long bytes = 0;
   const auto t0 = Clock::now();
-  auto both = co_await (ext.call("bench.flood", json::value(params)) && drain_flood(sub, count, size, bytes));
+  auto both = co_await (flood_request(ext, json::value(params)) && drain_flood(sub, count, size, bytes));
   const auto t1 = Clock::now();
   const auto& r = std::get<0>(both);
   if (!r) die("bench.flood failed: " + r.error().message);
