@@ -72,6 +72,15 @@ struct Containment {
   }
 };
 
+// The launcher tells the executor's io_context about the fork, and the forked child then
+// rebuilds that context's reactor (a new epoll, every descriptor registered again) before
+// it may exec — time spent while the host waits. Launching on an idle context of its own
+// keeps that work near zero; the pipes stay on the host's context.
+asio::any_io_executor launch_executor() {
+  static asio::io_context launch_context(1);
+  return launch_context.get_executor();
+}
+
 Error spawn_error(const std::string& id, int err) {
   return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
 }
@@ -119,7 +128,7 @@ Result<std::shared_ptr<Child>> Child::spawn(const asio::any_io_executor& ex, con
   bp::error_code ec;
   const std::filesystem::path exe_path(exe);
   auto launch = [&](auto&&... extra) {
-    return launcher(ex, ec, exe_path, spec.args,
+    return launcher(launch_executor(), ec, exe_path, spec.args,
                     bp::process_stdio{child->m_stdin, child->m_stdout, child->m_stderr}, extra..., contain);
   };
   auto proc = spec.cwd ? launch(bp::process_start_dir{*spec.cwd}) : launch();
