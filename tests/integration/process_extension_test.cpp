@@ -6,6 +6,8 @@
 #include <boost/json/parse.hpp>
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "../support/bounded.hpp"
@@ -159,6 +161,38 @@ TEST_F(ProcessExtensionTest, AHostSecretIsInvisibleToTheChild) {
     EXPECT_TRUE(k == "PATH" || k == "HOME" || k == "LANG" || k == "TERM" || k == "XDG_RUNTIME_DIR") << k;
   }
   EXPECT_TRUE(env.contains("PATH"));
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, TheChildIsContained) {
+  // The host's own state that must not leak: an ignored signal, a blocked signal and a
+  // descriptor opened without close-on-exec.
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  const int leaked = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
+  runtime::ProcessSpec spec;
+  spec.id = "fake";
+  spec.command = EXTHOST_FAKE_EXTENSION;
+  spec.args = {"contained"};
+  spec.cwd = std::filesystem::temp_directory_path();
+  auto spawned = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec));
+  ::close(leaked);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(spawned && spawned->ok());
+  auto ext = std::move(*spawned).value();
+  ASSERT_TRUE(run_bounded(io, ext->initialize(std::nullopt, boost::json::object())));
+  auto r = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":{}})")));
+  ASSERT_TRUE(r && r->ok());
+  const auto& o = r->value().as_object();
+  EXPECT_EQ(wire::to_json(o.at("fds")), "[0,1,2]") << "every host descriptor is closed on exec";
+  EXPECT_EQ(o.at("sig_ignored").as_string(), "0000000000000000") << "SIGPIPE's SIG_IGN must not survive exec";
+  EXPECT_EQ(o.at("sig_blocked").as_string(), "0000000000000000");
+  EXPECT_EQ(o.at("pgid").as_int64(), o.at("pid").as_int64()) << "its own process group";
+  EXPECT_EQ(o.at("sid").as_int64(), o.at("pid").as_int64()) << "its own session";
+  EXPECT_EQ(std::filesystem::path(std::string(o.at("cwd").as_string())),
+            std::filesystem::canonical(std::filesystem::temp_directory_path()));
   stop(ext);
 }
 
