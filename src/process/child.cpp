@@ -1,15 +1,3 @@
-// Boost.Process v2 (1.81) is used to launch only; the lifecycle is ours (TOOLCHAIN (e) p4):
-// its async_wait can block the I/O thread and its destructor can kill a recycled pid.
-// std::filesystem flavour: these two includes must precede it (TOOLCHAIN (b), bug 2).
-#define BOOST_PROCESS_USE_STD_FS 1
-#include <boost/optional.hpp>
-#include <boost/type_traits/remove_pointer.hpp>
-// Process v2 headers follow the workaround includes on purpose.
-#include <boost/process/v2/posix/default_launcher.hpp>
-#include <boost/process/v2/process.hpp>
-#include <boost/process/v2/start_dir.hpp>
-#include <boost/process/v2/stdio.hpp>
-
 #include "process/child.hpp"
 
 #include <array>
@@ -22,64 +10,20 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
-#include <linux/close_range.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "process/environment.hpp"
+#include "process/launcher.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 
 namespace exthost::process {
 namespace asio = boost::asio;
-namespace bp = boost::process::v2;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
-
-// Runs between fork and exec in the child (raw syscalls only: no allocation, no locks) and
-// hands the launcher the environment. 1.81 reports the child's errno, not the returned
-// code, so each failure returns right after the failing call.
-struct Containment {
-  const char* const* envp = nullptr;
-  pid_t parent = 0;
-
-  template <class Launcher>
-  bp::error_code on_setup(Launcher& launcher, const std::filesystem::path&, const char* const*) {
-    parent = ::getpid();
-    launcher.env = envp;
-    return {};
-  }
-
-  template <class Launcher>
-  bp::error_code on_exec_setup(Launcher&, const std::filesystem::path&, const char* const*) {
-    auto fail = [] { return bp::error_code(errno, bp::system_category()); };
-    if (::setsid() < 0) return fail();  // own session, own process group (pgid == pid)
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) return fail();
-    if (::getppid() != parent) ::_exit(127);  // the host died before the prctl took effect
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);  // SIG_IGN survives exec
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // 1.81's close_all() leaks descriptors below its own error pipe: mark all of them.
-    if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) return fail();
-    return {};
-  }
-};
-
-// The launcher tells the executor's io_context about the fork, and the forked child then
-// rebuilds that context's reactor (a new epoll, every descriptor registered again) before
-// it may exec — time spent while the host waits. Launching on an idle context of its own
-// keeps that work near zero; the pipes stay on the host's context.
-asio::any_io_executor launch_executor() {
-  static asio::io_context launch_context(1);
-  return launch_context.get_executor();
-}
 
 Error spawn_error(const std::string& id, int err) {
   return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
@@ -113,34 +57,13 @@ Result<std::shared_ptr<Child>> Child::spawn(const asio::any_io_executor& ex, con
     exe = find_in_path(spec.program);
     if (exe.empty()) return spawn_error(spec.extension_id, ENOENT);
   }
-  std::vector<const char*> envp;
-  envp.reserve(spec.environment.size() + 1);
-  for (const auto& kv : spec.environment) envp.push_back(kv.c_str());
-  envp.push_back(nullptr);
-
-  // A failed exec makes the forked copy call exit(), flushing our stdio buffers again.
-  std::fflush(nullptr);
-  util::log().flush();
-
   std::shared_ptr<Child> child(new Child(ex, spec.extension_id));
-  Containment contain{envp.data()};
-  bp::posix::default_launcher launcher;
-  bp::error_code ec;
-  const std::filesystem::path exe_path(exe);
-  auto launch = [&](auto&&... extra) {
-    return launcher(launch_executor(), ec, exe_path, spec.args,
-                    bp::process_stdio{child->m_stdin, child->m_stdout, child->m_stderr}, extra..., contain);
-  };
-  auto proc = spec.cwd ? launch(bp::process_start_dir{*spec.cwd}) : launch();
-  if (ec) {
-    if (launcher.pid > 0) {  // the forked copy that failed to exec is our zombie
-      while (::waitpid(launcher.pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }
-    return spawn_error(spec.extension_id, ec.value());
-  }
-  child->m_pid = proc.id();
-  proc.detach();  // the lifecycle is ours from here on
+  auto launched = launch(spec.extension_id, exe, spec.args, spec.cwd, spec.environment);
+  if (!launched) return std::move(launched).error();
+  child->m_pid = launched->pid;
+  child->m_stdin.assign(launched->stdin_fd);
+  child->m_stdout.assign(launched->stdout_fd);
+  child->m_stderr.assign(launched->stderr_fd);
   child->m_probe = std::make_shared<ExitProbe>(child->m_pid);
   asio::co_spawn(ex, reap(child), asio::detached);
   asio::co_spawn(ex, pump_stderr(child), asio::detached);

@@ -1,0 +1,146 @@
+#include "process/launcher.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/text.hpp"
+
+namespace exthost::process {
+namespace {
+
+// The child's stack: it runs a few system calls only, but instrumented builds need room.
+constexpr std::size_t k_child_stack_bytes = 256 * 1024;
+
+struct ChildArgs {
+  const char* exe = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* cwd = nullptr;
+  int stdio[3] = {-1, -1, -1};  // the child's ends: become 0, 1, 2
+  pid_t parent = 0;
+  volatile int error = 0;  // written by the child before it exits: shared memory
+};
+
+// Runs in the child, on its own stack, in the host's memory, until exec: system calls only
+// (no allocation, no locks, no sanitizer instrumentation).
+__attribute__((no_sanitize("address", "undefined"))) int child_main(void* raw) {
+  auto* a = static_cast<ChildArgs*>(raw);
+  auto fail = [a] {
+    a->error = errno;
+    ::_exit(127);
+  };
+  if (::setsid() < 0) fail();
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) fail();
+  if (::getppid() != a->parent) ::_exit(127);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);  // SIGKILL/SIGSTOP: EINVAL, fine
+  for (int target = 0; target < 3; ++target) {
+    const int fd = a->stdio[target];
+    if (fd == target) {
+      if (::fcntl(fd, F_SETFD, 0) < 0) fail();  // already in place: just keep it across exec
+    } else if (::dup2(fd, target) < 0) {
+      fail();
+    }
+  }
+  if (a->cwd != nullptr && ::chdir(a->cwd) < 0) fail();
+  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) fail();
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(a->exe, a->argv, a->envp);
+  fail();
+  return 127;
+}
+
+Error spawn_error(const std::string& id, int err) {
+  return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+Result<Launched> launch(const std::string& extension_id, const std::string& exe, const std::vector<std::string>& args,
+                        const std::optional<std::filesystem::path>& cwd, const std::vector<std::string>& environment) {
+  // Everything the child touches is prepared here: it must not allocate.
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 2);
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  envp.reserve(environment.size() + 1);
+  for (const auto& kv : environment) envp.push_back(const_cast<char*>(kv.c_str()));
+  envp.push_back(nullptr);
+  const std::string cwd_text = cwd ? cwd->string() : std::string();
+
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {in, out, err}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+  };
+  if (::pipe2(in, O_CLOEXEC) < 0 || ::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0) {
+    const int e = errno;
+    close_all();
+    return spawn_error(extension_id, e);
+  }
+
+  void* stack = ::mmap(nullptr, k_child_stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    const int e = errno;
+    close_all();
+    return spawn_error(extension_id, e);
+  }
+
+  ChildArgs a;
+  a.exe = exe.c_str();
+  a.argv = argv.data();
+  a.envp = envp.data();
+  a.cwd = cwd ? cwd_text.c_str() : nullptr;
+  a.stdio[0] = in[0];
+  a.stdio[1] = out[1];
+  a.stdio[2] = err[1];
+  a.parent = ::getpid();
+
+  // No handler of the host may run in the child while it shares our memory: block every
+  // signal around the clone (the child resets handlers, then clears its mask).
+  sigset_t all, old;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::clone(child_main, static_cast<char*>(stack) + k_child_stack_bytes,
+                            CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  const int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::munmap(stack, k_child_stack_bytes);
+  close_fd(in[0]);
+  close_fd(out[1]);
+  close_fd(err[1]);
+
+  if (pid < 0) {
+    close_all();
+    return spawn_error(extension_id, clone_errno);
+  }
+  if (a.error != 0) {  // the child failed before or at exec, and has exited
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    close_all();
+    return spawn_error(extension_id, a.error);
+  }
+  return Launched{pid, in[1], out[0], err[0]};
+}
+
+}  // namespace exthost::process
