@@ -19,6 +19,14 @@ namespace {
 // The child's stack: it runs a few system calls only, but instrumented builds need room.
 constexpr std::size_t k_child_stack_bytes = 256 * 1024;
 
+// The kernel's struct sigaction (x86-64 and aarch64 layout): SIG_DFL needs no restorer.
+struct KernelSigaction {
+  void (*handler)(int) = SIG_DFL;
+  unsigned long flags = 0;
+  void (*restorer)() = nullptr;
+  unsigned long mask = 0;
+};
+
 struct ChildArgs {
   const char* exe = nullptr;
   char* const* argv = nullptr;
@@ -40,9 +48,10 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* raw) {
   if (::setsid() < 0) fail();
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) fail();
   if (::getppid() != a->parent) ::_exit(127);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);  // SIGKILL/SIGSTOP: EINVAL, fine
+  // Raw system calls: glibc's wrappers refuse its own reserved signals (32 and 33), whose
+  // ignored state a host may have inherited, and a sanitizer's interceptors must not run here.
+  KernelSigaction dfl{};
+  for (int s = 1; s < NSIG; ++s) ::syscall(SYS_rt_sigaction, s, &dfl, nullptr, sizeof(dfl.mask));
   for (int target = 0; target < 3; ++target) {
     const int fd = a->stdio[target];
     if (fd == target) {
@@ -53,9 +62,8 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* raw) {
   }
   if (a->cwd != nullptr && ::chdir(a->cwd) < 0) fail();
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) fail();
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  const unsigned long no_signals = 0;
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, nullptr, sizeof(no_signals));
   ::execve(a->exe, a->argv, a->envp);
   fail();
   return 127;

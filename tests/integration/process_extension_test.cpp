@@ -1,13 +1,17 @@
 // Integration tests of the transport core: real children (the fake extension).
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "../support/bounded.hpp"
@@ -172,6 +176,15 @@ TEST_F(ProcessExtensionTest, TheChildIsContained) {
   sigaddset(&block, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &block, &old);
   const int leaked = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
+  // An ignored signal 33, which glibc's own sigaction() refuses to touch (the test runner
+  // can hand it down that way), set with the raw system call.
+  struct {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    unsigned long mask;
+  } ignore{SIG_IGN, 0, nullptr, 0}, previous{};
+  ::syscall(SYS_rt_sigaction, 33, &ignore, &previous, sizeof(unsigned long));
   runtime::ProcessSpec spec;
   spec.id = "fake";
   spec.command = EXTHOST_FAKE_EXTENSION;
@@ -179,6 +192,7 @@ TEST_F(ProcessExtensionTest, TheChildIsContained) {
   spec.cwd = std::filesystem::temp_directory_path();
   auto spawned = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec));
   ::close(leaked);
+  ::syscall(SYS_rt_sigaction, 33, &previous, nullptr, sizeof(unsigned long));
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ASSERT_TRUE(spawned && spawned->ok());
   auto ext = std::move(*spawned).value();
@@ -310,6 +324,54 @@ TEST_F(ProcessExtensionTest, ATimedOutCallIsAbandonedAndTheNextCallWorks) {
   EXPECT_EQ(ext->restart_count(), 0u);
   EXPECT_EQ(ext->lifecycle_snapshot()->health, Health::running);
   stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, ForceShutdownFailsThePendingCallAtOnceAndTheWorkerPathDoesNotRespawn) {
+  auto ext = start({"slow-call", "60000"});
+  ASSERT_TRUE(ext);
+  auto pending = asio::co_spawn(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":1})")),
+                                asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] { return ext->inbox().pending_count() == 1; }));
+  const pid_t first = ext->child()->pid();
+  ext->force_shutdown();
+  ASSERT_TRUE(run_until(io, [&] { return pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  auto r = pending.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "transport closed: extension cancelled");
+  EXPECT_EQ(ext->lifecycle_snapshot(), (Lifecycle{3, Health::failed})) << "the cancelled generation is invalid";
+  EXPECT_EQ(ext->restart_count(), 0u) << "a cancellation is not a crash";
+  ASSERT_TRUE(run_until(io, [&] { return !exthost::testing::alive(first); }));
+  // The worker path never respawns what was cancelled.
+  auto later = run_bounded(io, ext->call_no_spawn("tool.call", boost::json::parse(R"({"name":"echo","input":1})")));
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->error().message, "Extension 'fake' process is not running; 'tool.call' refused (no respawn)");
+  stop(ext);
+}
+
+TEST_F(ProcessExtensionTest, ACallAfterShutdownFailsWithoutRespawning) {
+  auto ext = start({"echo"});
+  ASSERT_TRUE(ext);
+  stop(ext);
+  auto r = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":1})")));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->ok());
+  EXPECT_EQ(r->error().message, "Extension 'fake' was stopped (unloaded or reloaded); not respawning it");
+  EXPECT_EQ(ext->child(), nullptr);
+  EXPECT_EQ(ext->restart_count(), 0u);
+}
+
+TEST_F(ProcessExtensionTest, AShutdownDuringACallFailsTheCallWithTheShutdownText) {
+  auto ext = start({"slow-call", "60000"});
+  ASSERT_TRUE(ext);
+  auto pending = asio::co_spawn(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":1})")),
+                                asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] { return ext->inbox().pending_count() == 1; }));
+  ASSERT_TRUE(run_bounded(io, ext->shutdown(), std::chrono::seconds(10)));
+  ASSERT_TRUE(run_until(io, [&] { return pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  auto r = pending.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "transport closed: extension shutdown");
+  EXPECT_EQ(ext->restart_count(), 0u);
 }
 
 }  // namespace
