@@ -12,27 +12,10 @@
 
 namespace exthost::testing {
 
-// Runs `coro` to completion within `bound`; nullopt (and a test failure) if it did not end.
-template <class T>
-std::optional<T> run_bounded(boost::asio::io_context& io, boost::asio::awaitable<T> coro,
-                             std::chrono::milliseconds bound = std::chrono::seconds(20)) {
-  auto future = boost::asio::co_spawn(io, std::move(coro), boost::asio::use_future);
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "operation did not complete within " << bound.count() << " ms";
-      return std::nullopt;
-    }
-    io.restart();
-    io.run_for(std::chrono::milliseconds(10));
-  }
-  return future.get();
-}
-
-// run_bounded for an awaitable<void>: true when it completed within `bound`.
-inline bool run_bounded(boost::asio::io_context& io, boost::asio::awaitable<void> coro,
-                        std::chrono::milliseconds bound = std::chrono::seconds(20)) {
-  auto future = boost::asio::co_spawn(io, std::move(coro), boost::asio::use_future);
+// Runs the context until `future` is ready or `bound` passes; false (and a test failure)
+// when it did not become ready.
+template <class F>
+bool wait_ready(boost::asio::io_context& io, F& future, std::chrono::milliseconds bound) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
   while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     if (std::chrono::steady_clock::now() > deadline) {
@@ -42,6 +25,23 @@ inline bool run_bounded(boost::asio::io_context& io, boost::asio::awaitable<void
     io.restart();
     io.run_for(std::chrono::milliseconds(10));
   }
+  return true;
+}
+
+// Runs `coro` to completion within `bound`; nullopt (and a test failure) if it did not end.
+template <class T>
+std::optional<T> run_bounded(boost::asio::io_context& io, boost::asio::awaitable<T> coro,
+                             std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+  auto future = boost::asio::co_spawn(io, std::move(coro), boost::asio::use_future);
+  if (!wait_ready(io, future, bound)) return std::nullopt;
+  return future.get();
+}
+
+// run_bounded for an awaitable<void>: true when it completed within `bound`.
+inline bool run_bounded(boost::asio::io_context& io, boost::asio::awaitable<void> coro,
+                        std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+  auto future = boost::asio::co_spawn(io, std::move(coro), boost::asio::use_future);
+  if (!wait_ready(io, future, bound)) return false;
   future.get();
   return true;
 }
