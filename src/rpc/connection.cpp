@@ -14,6 +14,7 @@
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wire/frame_parser.hpp"
+#include "wire/frame_writer.hpp"
 #include "wire/json.hpp"
 #include "wire/message.hpp"
 
@@ -162,7 +163,7 @@ asio::awaitable<void> Connection::serve_inbound(std::shared_ptr<Inbox> inbox, bo
     util::log().warn("extension '{}': No stdin available to reply to inbound request", inbox->extension_id());
     co_return;
   }
-  auto written = co_await connection->write(wire::frame(body));
+  auto written = co_await connection->write(wire::FrameWriter::frame(body));
   if (!written) {
     inbox->invalidate_lifecycle();
     util::log().warn("extension '{}': Failed to write inbound response: {}", inbox->extension_id(),
@@ -234,7 +235,7 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
   if (!registered) co_return std::move(registered).error();
   auto pending = std::move(registered).value();
 
-  auto written = co_await write(wire::frame(wire::encode_request(method, params, id)));
+  auto written = co_await write(wire::FrameWriter::frame(wire::encode_request(method, params, id)));
   if (!written) {
     m_lifecycle->invalidate();
     m_inbox->remove_pending(id);
@@ -253,7 +254,7 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
 }
 
 asio::awaitable<Result<void>> Connection::notify(std::string_view method, const boost::json::value& params) {
-  co_return co_await write(wire::frame(wire::encode_notification(method, params)));
+  co_return co_await write(wire::FrameWriter::frame(wire::encode_notification(method, params)));
 }
 
 }  // namespace exthost::rpc

@@ -69,18 +69,4 @@ std::string encode_error_reply(const boost::json::value& id, int code, std::stri
   return out;
 }
 
-void append_frame(std::string& out, std::string_view body) {
-  out += "Content-Length: ";
-  out += std::to_string(body.size());
-  out += "\r\n\r\n";
-  out.append(body.data(), body.size());
-}
-
-std::string frame(std::string_view body) {
-  std::string out;
-  out.reserve(body.size() + 32);
-  append_frame(out, body);
-  return out;
-}
-
 }  // namespace exthost::wire

@@ -42,9 +42,4 @@ std::string encode_result_reply(const boost::json::value& id, const boost::json:
 // The one place a JSON-RPC error object is built.
 std::string encode_error_reply(const boost::json::value& id, int code, std::string_view message);
 
-// Appends "Content-Length: N\r\n\r\n" + body to `out` (frames are batched by the writer).
-void append_frame(std::string& out, std::string_view body);
-// One frame as a string.
-std::string frame(std::string_view body);
-
 }  // namespace exthost::wire
