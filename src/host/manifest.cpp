@@ -28,6 +28,59 @@ Result<std::vector<std::string>> string_list(const boost::json::object& o, std::
   return out;
 }
 
+Result<std::vector<HookSubscription>> parse_hooks(const boost::json::object& ext, std::vector<std::string>& kinds_as_written) {
+  std::vector<HookSubscription> out;
+  const auto* v = ext.if_contains("hooks");
+  if (v == nullptr || v->is_null()) return out;
+  const auto* arr = v->if_array();
+  if (arr == nullptr) return parse_error("invalid type for `hooks`, expected a sequence");
+  for (const auto& item : *arr) {
+    const auto* o = item.if_object();
+    if (o == nullptr) return parse_error("invalid type in `hooks`, expected struct HookSubscription");
+    const auto* hook = o->if_contains("hook");
+    if (hook == nullptr) return parse_error("missing field `hook`");
+    if (!hook->is_string()) return parse_error("invalid type for `hook`, expected a string");
+    HookSubscription sub;
+    kinds_as_written.emplace_back(hook->get_string());
+    if (const auto* tool = o->if_contains("tool"); tool != nullptr && !tool->is_null()) {
+      if (!tool->is_string()) return parse_error("invalid type for `tool`, expected a string");
+      sub.tool = std::string(tool->get_string());
+    }
+    if (const auto* match = o->if_contains("match"); match != nullptr && !match->is_null()) {
+      const auto* mo = match->if_object();
+      if (mo == nullptr) return parse_error("invalid type for `match`, expected struct HookMatcher");
+      for (const auto& [key, value] : *mo) {
+        if (key == "input_contains") {
+          if (!value.is_string()) return parse_error("invalid type for `input_contains`, expected a string");
+          sub.input_contains = std::string(value.get_string());
+        } else if (key == "input_equals") {
+          sub.input_equals = value;
+        } else {
+          return parse_error("unknown field `" + std::string(key) + "`, expected `input_contains` or `input_equals`");
+        }
+      }
+    }
+    out.push_back(std::move(sub));
+  }
+  return out;
+}
+
+bool valid_token_name(std::string_view t) {
+  if (util::trim(t).empty()) return false;
+  for (char c : t) {
+    if (c == '.' || c == '/' || c == '\\' || c == ' ' || c == '\t' || c == '\n' || c == '\r') return false;
+  }
+  return true;
+}
+
+bool valid_hex_colour(std::string_view v) {
+  if ((v.size() != 4 && v.size() != 7) || v.front() != '#') return false;
+  for (char c : v.substr(1)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<std::optional<Manifest>> read_manifest(const fs::path& plugin_dir) {
@@ -79,12 +132,60 @@ Result<std::optional<Manifest>> read_manifest(const fs::path& plugin_dir) {
   if (!perms) return std::move(perms).error();
   m.permissions = std::move(perms).value();
 
+  std::vector<std::string> kinds_as_written;
+  auto hooks = parse_hooks(*ext, kinds_as_written);
+  if (!hooks) return std::move(hooks).error();
+  if (const auto* tokens = ext->if_contains("theme_tokens"); tokens != nullptr && !tokens->is_null()) {
+    const auto* to = tokens->if_object();
+    if (to == nullptr) return parse_error("invalid type for `theme_tokens`, expected a map");
+    for (const auto& [key, value] : *to) {
+      if (!value.is_string()) return parse_error("invalid type in `theme_tokens`, expected a string");
+      m.theme_tokens.emplace_back(std::string(key), std::string(value.get_string()));
+    }
+  }
+
+  // The reference's validation, in its order (SPEC §5.3.3).
   const std::string ext_name = "Extension '" + m.id + "'";
   if (m.protocol_version != 1) {
     return Error::manifest(ext_name + " uses unsupported protocol_version " + std::to_string(m.protocol_version) +
                            " (supported: 1)");
   }
   if (util::trim(m.command).empty()) return Error::manifest(ext_name + " has empty command");
+  bool has_capability = false;
+  for (const auto& name : m.permissions) {
+    if (auto p = parse_permission(name); p && is_capability_permission(*p)) has_capability = true;
+  }
+  if (kinds_as_written.empty() && !has_capability) {
+    return Error::manifest(ext_name + " must subscribe to at least one hook or request a registration permission");
+  }
+  for (const auto& [token, colour] : m.theme_tokens) {
+    if (!valid_token_name(token)) {
+      return Error::manifest(ext_name + " theme token '" + token +
+                             "' is invalid: token names must be non-empty and must not contain dots, slashes, or spaces");
+    }
+    if (!valid_hex_colour(util::trim(colour))) {
+      return Error::manifest(ext_name + " theme token '" + token + "' has invalid color '" + colour +
+                             "': expected '#rgb' or '#rrggbb' hex");
+    }
+  }
+  auto granted = PermissionSet::try_from_strings(m.permissions);
+  if (!granted) return std::move(granted).error();
+  m.granted = granted.value();
+  for (std::size_t i = 0; i < kinds_as_written.size(); ++i) {
+    auto kind = protocol::parse_hook_kind(kinds_as_written[i]);
+    if (!kind) return Error::manifest("Unknown hook kind: '" + kinds_as_written[i] + "' in extension '" + m.id + "'");
+    HookSubscription& sub = (*hooks)[i];
+    sub.kind = *kind;
+    if (!m.granted.allows_hook(*kind)) {
+      return Error::manifest(ext_name + " lacks permission '" + std::string(wire_name(required_permission(*kind))) +
+                             "' required for hook '" + kinds_as_written[i] + "'");
+    }
+    const bool tool_hook = *kind == protocol::HookKind::before_tool_call || *kind == protocol::HookKind::after_tool_call;
+    if (sub.tool && !tool_hook) {
+      return Error::manifest(ext_name + " hook '" + kinds_as_written[i] + "' does not allow a tool filter");
+    }
+  }
+  m.hooks = std::move(hooks).value();
   return std::optional<Manifest>(std::move(m));
 }
 

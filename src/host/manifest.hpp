@@ -10,11 +10,22 @@
 #include <vector>
 
 #include "exthost/result.hpp"
+#include "host/permission.hpp"
+#include "protocol/hook.hpp"
 
 namespace exthost::host {
 
 // Where a plugin declares itself, relative to its directory.
 inline constexpr const char* k_manifest_path = ".synaps-plugin/plugin.json";
+
+// A hook subscription: which hook, optionally only for one tool, optionally only when the
+// tool input matches (SPEC §5.1.4).
+struct HookSubscription {
+  protocol::HookKind kind = protocol::HookKind::before_tool_call;
+  std::optional<std::string> tool;
+  std::optional<std::string> input_contains;
+  std::optional<boost::json::value> input_equals;
+};
 
 struct Manifest {
   std::string id;                  // the plugin directory's name
@@ -23,14 +34,18 @@ struct Manifest {
   std::string runtime;             // "process"
   std::string command;             // as written
   std::vector<std::string> args;   // as written
-  std::vector<std::string> permissions;
+  std::vector<std::string> permissions;  // as written
+  PermissionSet granted;                  // validated
+  std::vector<HookSubscription> hooks;    // validated against `granted`
+  std::vector<std::pair<std::string, std::string>> theme_tokens;  // validated colours
   boost::json::value extension;    // the whole block, for the parts later layers read
 };
 
 // Reads and validates <dir>/.synaps-plugin/plugin.json. nullopt: the plugin declares no
 // extension. Errors: "Failed to read plugin manifest: …", "Invalid plugin manifest JSON: …",
-// "Failed to parse extension manifest: …", "Extension '<id>' uses unsupported
-// protocol_version …", "Extension '<id>' has empty command".
+// "Failed to parse extension manifest: …", then the reference's validation in its order
+// (SPEC §5.3.3 steps 2–7): protocol version, empty command, nothing to do, theme tokens,
+// permissions, hooks. (Step 1, deferred declarations, arrives with the deferred lifecycle.)
 Result<std::optional<Manifest>> read_manifest(const std::filesystem::path& plugin_dir);
 
 // The program to run: absolute as is; a bare name stays bare (looked up in PATH at spawn);

@@ -59,15 +59,15 @@ TEST_F(ManifestTest, ReportsTheReferenceTexts) {
   EXPECT_EQ(error(), "Failed to parse extension manifest: missing field `runtime`");
   write(R"({"extension":{"runtime":"process"}})");
   EXPECT_EQ(error(), "Failed to parse extension manifest: missing field `command`");
-  write(R"({"extension":{"protocol_version":2,"runtime":"process","command":"x"}})");
+  write(R"({"extension":{"protocol_version":2,"runtime":"process","command":"x","permissions":["tools.register"]}})");
   EXPECT_EQ(error(), "Extension 'my-plugin' uses unsupported protocol_version 2 (supported: 1)");
-  write(R"({"extension":{"runtime":"process","command":"   "}})");
+  write(R"({"extension":{"runtime":"process","command":"   ","permissions":["tools.register"]}})");
   EXPECT_EQ(error(), "Extension 'my-plugin' has empty command");
 }
 
 TEST_F(ManifestTest, ResolvesTheCommandAndArgumentsAgainstThePluginDirectory) {
   std::ofstream(dir / "ext.py") << "";
-  write(R"({"extension":{"runtime":"process","command":"bin/ext","args":["ext.py","--flag","../outside"]}})");
+  write(R"({"extension":{"runtime":"process","command":"bin/ext","args":["ext.py","--flag","../outside"],"permissions":["tools.register"]}})");
   std::ofstream(root / "outside") << "";
   auto m = read_manifest(dir);
   ASSERT_TRUE(m.ok() && m->has_value());
@@ -75,10 +75,56 @@ TEST_F(ManifestTest, ResolvesTheCommandAndArgumentsAgainstThePluginDirectory) {
   EXPECT_EQ(resolve_command(**m), (fs::absolute(dir) / "bin/ext").lexically_normal().string());
   EXPECT_EQ(resolve_args(**m),
             (std::vector<std::string>{(canonical_dir / "ext.py").string(), "--flag", "../outside"}));
-  write(R"({"extension":{"runtime":"process","command":"python3"}})");
+  write(R"({"extension":{"runtime":"process","command":"python3","permissions":["memory.read"]}})");
   EXPECT_EQ(resolve_command(**read_manifest(dir)), "python3");
-  write(R"({"extension":{"runtime":"process","command":"/usr/bin/env"}})");
+  write(R"({"extension":{"runtime":"process","command":"/usr/bin/env","permissions":["memory.read"]}})");
   EXPECT_EQ(resolve_command(**read_manifest(dir)), "/usr/bin/env");
+}
+
+TEST_F(ManifestTest, ValidatesInTheReferenceOrder) {
+  const std::string head = R"({"extension":{"runtime":"process","command":"x",)";
+  write(head + R"("permissions":["tools.intercept"]}})");
+  EXPECT_EQ(error(), "Extension 'my-plugin' must subscribe to at least one hook or request a registration permission");
+  write(head + R"("permissions":["tools.register"],"theme_tokens":{"bad.name":"#fff"}}})");
+  EXPECT_EQ(error(), "Extension 'my-plugin' theme token 'bad.name' is invalid: token names must be non-empty and must "
+                     "not contain dots, slashes, or spaces");
+  for (const char* colour : {"red", "#12345", "#gggggg", "22d3ee", "#"}) {
+    write(head + R"("permissions":["tools.register"],"theme_tokens":{"accent":")" + colour + R"("}}})");
+    EXPECT_EQ(error(), std::string("Extension 'my-plugin' theme token 'accent' has invalid color '") + colour +
+                           "': expected '#rgb' or '#rrggbb' hex");
+  }
+  write(head + R"("permissions":["tools.register"],"theme_tokens":{"accent":" #22d3ee ","dim":"#abc"}}})");
+  EXPECT_EQ(error(), "(ok)");
+  write(head + R"("permissions":["tools.register","tools.typo"]}})");
+  EXPECT_EQ(error(), "Unknown extension permission: tools.typo");
+  write(head + R"("permissions":["tools.register","tools.override"]}})");
+  EXPECT_EQ(error(), "Reserved extension permission is not implemented yet: tools.override");
+  write(head + R"("permissions":["tools.intercept"],"hooks":[{"hook":"BeforeToolCall"}]}})");
+  EXPECT_EQ(error(), "Unknown hook kind: 'BeforeToolCall' in extension 'my-plugin'");
+  write(head + R"("permissions":["tools.register"],"hooks":[{"hook":"before_tool_call"}]}})");
+  EXPECT_EQ(error(), "Extension 'my-plugin' lacks permission 'tools.intercept' required for hook 'before_tool_call'");
+  write(head + R"("permissions":["privacy.llm_content"],"hooks":[{"hook":"before_message","tool":"bash"}]}})");
+  EXPECT_EQ(error(), "Extension 'my-plugin' hook 'before_message' does not allow a tool filter");
+  write(head + R"("permissions":["tools.intercept"],"hooks":[{"hook":"before_tool_call","match":{"input_startswith":"x"}}]}})");
+  EXPECT_EQ(error().rfind("Failed to parse extension manifest: unknown field `input_startswith`", 0), 0u) << error();
+}
+
+TEST_F(ManifestTest, KeepsHookSubscriptionsWithTheirFilters) {
+  write(R"({"extension":{"runtime":"process","command":"x","permissions":["tools.intercept","session.lifecycle"],
+    "hooks":[{"hook":"before_tool_call","tool":"bash","match":{"input_contains":"rm -rf","input_equals":{"a":1}}},
+             {"hook":"on_session_end"}]}})");
+  auto m = read_manifest(dir);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const auto& hooks = (*m)->hooks;
+  ASSERT_EQ(hooks.size(), 2u);
+  EXPECT_EQ(hooks[0].kind, protocol::HookKind::before_tool_call);
+  EXPECT_EQ(hooks[0].tool, std::optional<std::string>("bash"));
+  EXPECT_EQ(hooks[0].input_contains, std::optional<std::string>("rm -rf"));
+  ASSERT_TRUE(hooks[0].input_equals);
+  EXPECT_EQ(hooks[1].kind, protocol::HookKind::on_session_end);
+  EXPECT_FALSE(hooks[1].tool);
+  EXPECT_TRUE((*m)->granted.has(Permission::session_lifecycle));
+  EXPECT_FALSE((*m)->granted.has(Permission::tools_register));
 }
 
 }  // namespace
