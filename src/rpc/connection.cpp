@@ -1,6 +1,7 @@
 #include "rpc/connection.hpp"
 
 #include <array>
+#include <boost/json/object.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/buffer.hpp>
@@ -57,8 +58,12 @@ void Connection::stop() {
   if (m_stopped) return;
   m_stopped = true;
   m_lifecycle->invalidate();
-  if (m_reader_running) m_reader_cancel.emit(asio::cancellation_type::terminal);
+  abort_reader();
   m_child->close_stdin();
+}
+
+void Connection::abort_reader() {
+  if (m_reader_running) m_reader_cancel.emit(asio::cancellation_type::terminal);
 }
 
 void Connection::end_transport(const std::string& reason) {
@@ -247,10 +252,19 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
     auto cs = co_await asio::this_coro::cancellation_state;
     if (cs.cancelled() != asio::cancellation_type::none) {
       m_inbox->remove_pending(id);  // a late reply is now an unknown id: dropped and counted
+      // This coroutine is being cancelled and may not wait again: the notice goes on its own.
+      if (m_inbox->cancellation()) asio::co_spawn(m_inbox->executor(), send_cancel(self, id), asio::detached);
       co_return Error::extension("request cancelled");
     }
   }
   co_return std::move(*pending->outcome);
+}
+
+asio::awaitable<void> Connection::send_cancel(std::shared_ptr<Connection> self, std::uint64_t id) {
+  boost::json::object params;
+  params["id"] = id;
+  auto sent = co_await self->notify("$/cancelRequest", params);
+  if (sent) self->m_inbox->counters().cancel_notifications.fetch_add(1, std::memory_order_relaxed);
 }
 
 asio::awaitable<Result<void>> Connection::notify(std::string_view method, const boost::json::value& params) {

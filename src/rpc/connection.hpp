@@ -44,8 +44,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<Result<void>> write(std::string frame);
 
   // One request/response exchange (SPEC §1.6): registers the id before writing, writes,
-  // waits for the reply. Cancellation: the pending entry is removed and a late reply is
-  // dropped and counted; the child is not touched.
+  // waits for the reply. Cancellation: the pending entry is removed, a late reply is
+  // dropped and counted, and an extension that declared the cancellation capability is
+  // sent "$/cancelRequest" {"id": id}; the child is not otherwise touched.
   boost::asio::awaitable<Result<boost::json::value>> call(std::string_view method, const boost::json::value& params,
                                                           std::uint64_t id);
 
@@ -54,6 +55,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Stops the reader and closes stdin. Pending calls are left for the caller to fail.
   void stop();
+  // Stops only the reader: no EOF will be observed and pending calls stay pending. For tests
+  // of lifecycle observation while nothing reads.
+  void abort_reader();
 
   const std::shared_ptr<process::Child>& child() const { return m_child; }
   const std::shared_ptr<Lifecycle>& lifecycle() const { return m_lifecycle; }
@@ -74,6 +78,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child, std::shared_ptr<Lifecycle> lifecycle);
   static boost::asio::awaitable<void> read_loop(std::shared_ptr<Connection> self);
   static boost::asio::awaitable<void> write_loop(std::shared_ptr<Connection> self);
+  static boost::asio::awaitable<void> send_cancel(std::shared_ptr<Connection> self, std::uint64_t id);
   static boost::asio::awaitable<void> serve_inbound(std::shared_ptr<Inbox> inbox, boost::json::value id,
                                                     std::string method, boost::json::value params);
   boost::asio::awaitable<bool> dispatch(boost::json::value frame);  // false: stop reading

@@ -63,6 +63,7 @@ struct TrafficCounters {
   std::atomic<std::uint64_t> late_replies{0};           // replies to unknown or abandoned ids
   std::atomic<std::uint64_t> discarded_frames{0};       // frames that fit no message kind
   std::atomic<std::uint64_t> inbound_requests{0};
+  std::atomic<std::uint64_t> cancel_notifications{0};   // $/cancelRequest sent
 };
 
 class Inbox;
@@ -137,6 +138,12 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   // Awaited fan-out: waits on each full subscriber in turn. False if cancelled.
   boost::asio::awaitable<bool> fan_out(NotificationFrame frame);
 
+  // --- cancellation (SPEC A3) ---------------------------------------------------------
+  // Whether the extension declared capabilities.cancellation: then every request the host
+  // abandons is followed by a "$/cancelRequest" notification naming its id.
+  void set_cancellation(bool enabled) { m_cancellation = enabled; }
+  bool cancellation() const { return m_cancellation; }
+
   // --- inbound requests -------------------------------------------------------------
   void set_inbound_handler(std::shared_ptr<InboundHandler> handler) { m_inbound = std::move(handler); }
   std::shared_ptr<InboundHandler> inbound_handler() const { return m_inbound; }
@@ -158,6 +165,7 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   std::uint64_t m_next_subscriber = 0;
   std::vector<std::pair<std::uint64_t, std::shared_ptr<NotificationQueue>>> m_subscribers;
 
+  bool m_cancellation = false;
   std::shared_ptr<InboundHandler> m_inbound;
   std::weak_ptr<Connection> m_current_connection;
 };

@@ -62,6 +62,7 @@ Result<std::unique_ptr<ProcessExtension::State>> ProcessExtension::spawn_state()
   spawn.environment = m_spec.environment;
   auto child = process::Child::spawn(m_executor, spawn);
   if (!child) return std::move(child).error();
+  ++m_spawns;
   auto state = std::make_unique<State>();
   state->child = std::move(child).value();
   auto lifecycle = m_inbox->install_lifecycle(state->child->exit_probe());
@@ -134,6 +135,7 @@ asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize
   }
   // Published while still holding the call lock on this same child (SPEC §6.1).
   state.lifecycle->mark_initialized();
+  m_inbox->set_cancellation(parsed->cancellation);
   co_return parsed;
 }
 
@@ -162,6 +164,7 @@ asio::awaitable<Result<void>> ProcessExtension::initialize_locked() {
     co_return std::move(parsed).error();
   }
   state.lifecycle->mark_initialized();
+  m_inbox->set_cancellation(parsed->cancellation);
   co_return Result<void>();
 }
 

@@ -96,6 +96,11 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   bool stopped() const { return m_stopped.load(); }
   std::size_t consecutive_restarts() const { return m_restart_count.load(); }
   const RestartPolicy& restart_policy() const { return m_policy; }
+  // Children spawned over this extension's life (the first one included).
+  std::size_t spawn_count() const { return m_spawns.load(); }
+  // Tests hold the call lock and drive a restart directly, as the reference's tests do.
+  rpc::AsyncMutex& call_lock() { return m_call_lock; }
+  boost::asio::awaitable<Result<void>> restart_for_test() { co_return co_await restart_locked(); }
   const Timeouts& timeouts() const { return m_timeouts; }
   // The stderr tail of the current child, or of the last one that ran.
   std::string stderr_tail() const;
@@ -133,6 +138,7 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   std::atomic<std::size_t> m_total_restarts{0};  // lifetime: never reset
   std::atomic<bool> m_stopped{false};            // set by shutdown(), never cleared
   std::atomic<bool> m_has_state{false};          // mirrors m_state for health() off-thread
+  std::atomic<std::size_t> m_spawns{0};
   boost::json::value m_initialize_config;        // memory only: never logged or written
   std::optional<std::filesystem::path> m_plugin_root;
   std::string m_last_stderr_tail;
