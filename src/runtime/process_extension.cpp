@@ -260,6 +260,41 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_no_spawn(std:
   co_return co_await call_once_locked(*m_state, method, params, id);
 }
 
+asio::awaitable<Result<boost::json::value>> ProcessExtension::leased_call(boost::json::value params) {
+  auto guard = co_await m_call_lock.lock();
+  const std::uint64_t id = next_id();
+  if (!m_state) {
+    co_return Error::extension("Extension '" + m_spec.id + "' process is not running; leased call refused (no respawn)");
+  }
+  // Out of the slot while waiting: a concurrent force_shutdown() sees no child to keep.
+  std::unique_ptr<State> state = std::move(m_state);
+  m_has_state = false;
+  auto result = co_await call_once_locked(*state, "tool.call", params, id);
+  if (!m_inbox->closed() && !m_state) {
+    m_state = std::move(state);
+    m_has_state = true;
+  } else {
+    m_last_stderr_tail = state->child->stderr_snapshot().tail;
+    state.reset();  // the transport ended meanwhile: stop the reader, kill the group
+  }
+  co_return result;
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::call_tool_once_no_spawn(
+    std::string name, boost::json::value input, std::optional<std::string> session_id,
+    std::optional<std::filesystem::path> cwd, std::optional<protocol::Author> caller) {
+  auto self = shared_from_this();
+  auto params = protocol::tool_call_params(name, std::move(input), session_id, cwd, caller,
+                                           protocol::hook_session_id_enabled());
+  asio::steady_timer deadline(m_executor, m_timeouts.tool_call);
+  auto raced = co_await (leased_call(std::move(params)) || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 1) {
+    co_return Error::timeout("Extension '" + m_spec.id + "' leased tool.call timed out after " +
+                             duration_text(m_timeouts.tool_call));
+  }
+  co_return std::get<0>(std::move(raced));
+}
+
 asio::awaitable<protocol::HookResult> ProcessExtension::hook_outcome(Result<boost::json::value> reply) {
   if (!reply) {
     util::log().warn("extension '{}': Extension hook handler failed — continuing: {}", m_spec.id, reply.error().message);

@@ -63,6 +63,15 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   // One request on the running child only; never spawns or restarts.
   boost::asio::awaitable<Result<boost::json::value>> call_no_spawn(std::string method, boost::json::value params);
 
+  // One tool.call that never spawns or restarts (the reference's leased path): the running
+  // child's state is taken out of the slot while the call waits, so a concurrent
+  // force_shutdown() finds no child and fails the call; it is put back only if the
+  // transport survived. Deadline: Timeouts::tool_call.
+  boost::asio::awaitable<Result<boost::json::value>> call_tool_once_no_spawn(std::string name, boost::json::value input,
+                                                                            std::optional<std::string> session_id,
+                                                                            std::optional<std::filesystem::path> cwd,
+                                                                            std::optional<protocol::Author> caller);
+
   // Stops at once: fails pending calls with "transport closed: extension cancelled". Not
   // terminal: a later call() restarts the child.
   void force_shutdown();
@@ -120,6 +129,7 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   boost::asio::awaitable<Result<boost::json::value>> call_once_locked(State& state, std::string_view method,
                                                                       const boost::json::value& params, std::uint64_t id);
   boost::asio::awaitable<Result<boost::json::value>> call_inner(std::string method, boost::json::value params);
+  boost::asio::awaitable<Result<boost::json::value>> leased_call(boost::json::value params);
   boost::asio::awaitable<Result<void>> restart_locked();
   boost::asio::awaitable<Result<void>> initialize_locked();
   boost::asio::awaitable<protocol::HookResult> hook_outcome(Result<boost::json::value> reply);

@@ -340,5 +340,59 @@ TEST_F(RestartTest, ATimedOutCallLeavesNoPendingEntryAndCancelsWhenDeclared) {
   }
 }
 
+TEST_F(RestartTest, CrashesAfterSuccessThenRespawnsOnTheNextHook) {
+  auto ext = start({"crash-after-success", state_file.string()});
+  ASSERT_TRUE(ext);
+  EXPECT_TRUE(std::holds_alternative<hook_result::Continue>(hook(*ext)));
+  wait_failed(*ext);  // it exited after answering
+  const auto r = hook(*ext);
+  ASSERT_TRUE(std::holds_alternative<hook_result::Block>(r));
+  EXPECT_EQ(std::get<hook_result::Block>(r).reason, "after-crash-respawn");
+  EXPECT_EQ(ext->health(), Health::degraded);
+  run_bounded(io, ext->shutdown());
+}
+
+TEST_F(RestartTest, TheExtensionIsInitializedBeforeItsFirstHook) {
+  auto ext = start({"echo"});
+  ASSERT_TRUE(ext);
+  hook(*ext);
+  auto methods = run_bounded(io, ext->call("tool.call", tool("methods")));
+  ASSERT_TRUE(methods && methods->ok());
+  EXPECT_EQ(wire::to_json(methods->value()), R"(["initialize","hook.handle","tool.call"])");
+  run_bounded(io, ext->shutdown());
+}
+
+TEST_F(RestartTest, ALeasedCallIsServedAndPutsTheChildBack) {
+  auto ext = start({"echo"});
+  ASSERT_TRUE(ext);
+  auto r = run_bounded(io, ext->call_tool_once_no_spawn("echo", boost::json::parse("[1]"), std::nullopt, std::nullopt,
+                                                        std::nullopt));
+  ASSERT_TRUE(r && r->ok());
+  EXPECT_EQ(wire::to_json(r->value()), R"({"content":[1]})");
+  EXPECT_NE(ext->child(), nullptr);
+  run_bounded(io, ext->shutdown());
+  auto refused = run_bounded(io, ext->call_tool_once_no_spawn("echo", nullptr, std::nullopt, std::nullopt, std::nullopt));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->error().message, "Extension 'fake' process is not running; leased call refused (no respawn)");
+}
+
+TEST_F(RestartTest, AConcurrentForceShutdownFailsALeasedCall) {
+  auto ext = start({"slow-call", "60000"});
+  ASSERT_TRUE(ext);
+  const pid_t pid = ext->child()->pid();
+  auto leased = asio::co_spawn(
+      io, ext->call_tool_once_no_spawn("echo", nullptr, std::nullopt, std::nullopt, std::nullopt), asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] { return ext->inbox().pending_count() == 1; }));
+  EXPECT_EQ(ext->child(), nullptr) << "the state is out of the slot while the call waits";
+  ext->force_shutdown();
+  ASSERT_TRUE(run_until(io, [&] { return leased.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  auto r = leased.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "transport closed: extension cancelled");
+  EXPECT_EQ(ext->child(), nullptr) << "a cancelled lease is not put back";
+  ASSERT_TRUE(run_until(io, [&] { return !exthost::testing::alive(pid); }));
+  EXPECT_EQ(ext->restart_count(), 0u);
+}
+
 }  // namespace
 }  // namespace exthost
