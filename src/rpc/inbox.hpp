@@ -75,6 +75,12 @@ class Subscription {
   Subscription() = default;
   Subscription(std::weak_ptr<Inbox> inbox, std::uint64_t id, std::shared_ptr<NotificationQueue> queue)
       : m_inbox(std::move(inbox)), m_id(id), m_queue(std::move(queue)) {}
+  // A subscription that has already ended: its queue yields nothing.
+  static Subscription ended(const boost::asio::any_io_executor& ex) {
+    auto queue = std::make_shared<NotificationQueue>(ex);
+    queue->close();
+    return Subscription({}, 0, std::move(queue));
+  }
   Subscription(Subscription&&) noexcept = default;
   Subscription& operator=(Subscription&&) noexcept;
   ~Subscription();

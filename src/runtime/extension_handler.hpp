@@ -94,8 +94,10 @@ class ExtensionHandler {
   virtual boost::asio::awaitable<void> shutdown() = 0;
 
   // Every notification the extension sends from now on, until unsubscribed or the
-  // transport ends. Default: a subscription that has already ended.
-  virtual rpc::Subscription subscribe_notifications() { return rpc::Subscription(); }
+  // transport ends. Default: a subscription (on `ex`) that has already ended.
+  virtual rpc::Subscription subscribe_notifications(const boost::asio::any_io_executor& ex) {
+    return rpc::Subscription::ended(ex);
+  }
 
   virtual Health health() const { return Health::running; }
   virtual std::size_t restart_count() const { return 0; }

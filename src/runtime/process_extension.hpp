@@ -91,7 +91,8 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
                                                                  std::optional<std::filesystem::path> cwd,
                                                                  std::optional<protocol::Author> caller) override;
   boost::asio::awaitable<void> shutdown() override;
-  rpc::Subscription subscribe_notifications() override { return m_inbox->subscribe(); }
+  rpc::Subscription subscribe_notifications(const boost::asio::any_io_executor&) override { return m_inbox->subscribe(); }
+  rpc::Subscription subscribe_notifications() { return m_inbox->subscribe(); }
   Health health() const override;
   // Lifetime restarts: never reset.
   std::size_t restart_count() const override { return m_total_restarts.load(); }

@@ -85,6 +85,15 @@ TEST(ExtensionHandler, DefaultsNameTheUnsupportedOperation) {
   EXPECT_EQ(h.restart_count(), 0u);
 }
 
+TEST(ExtensionHandler, DefaultSubscriptionHasAlreadyEnded) {
+  boost::asio::io_context io;
+  UnsupportedHandler h;
+  auto sub = h.subscribe_notifications(io.get_executor());
+  auto frame = run_bounded(io, sub.queue().pop());
+  ASSERT_TRUE(frame);
+  EXPECT_FALSE(frame->has_value());
+}
+
 TEST(ExtensionHandler, CallToolAsFallsBackToCallToolForWithTheSameCaller) {
   boost::asio::io_context io;
   Callers h;
