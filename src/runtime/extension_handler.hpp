@@ -20,13 +20,24 @@
 #include "exthost/result.hpp"
 #include "protocol/author.hpp"
 #include "protocol/hook.hpp"
+#include "protocol/plugin_info.hpp"
+#include "protocol/provider.hpp"
+#include "rpc/bounded_queue.hpp"
+#include "runtime/invoke_output.hpp"
 #include "rpc/inbox.hpp"
 
 namespace exthost::runtime {
 
-// A consumer of streamed events: awaited per event (backpressure); returns false once it
-// is closed, after which the producer stops forwarding but still completes its call.
-using EventSink = std::function<boost::asio::awaitable<bool>(boost::json::value event)>;
+// Eight stream events in flight to the consumer (reference): a slow consumer slows the
+// extension instead of growing host memory.
+inline constexpr std::size_t k_provider_event_queue_capacity = 8;
+
+// Where provider.stream events go: the caller pops while the call runs.
+class ProviderEventSink : public rpc::BoundedQueue<protocol::ProviderStreamEvent> {
+ public:
+  explicit ProviderEventSink(const boost::asio::any_io_executor& ex)
+      : rpc::BoundedQueue<protocol::ProviderStreamEvent>(ex, k_provider_event_queue_capacity) {}
+};
 
 // The default answers name their parameters for documentation, and use none of them.
 #pragma GCC diagnostic push
@@ -62,18 +73,26 @@ class ExtensionHandler {
     co_return co_await call_tool_for(std::move(name), std::move(input), std::move(session_id), std::move(cwd));
   }
 
-  virtual boost::asio::awaitable<Result<boost::json::value>> provider_complete(boost::json::value params) {
+  // One model turn through an extension's provider.
+  virtual boost::asio::awaitable<Result<protocol::ProviderCompleteResult>> provider_complete(boost::json::value params) {
     co_return Error::extension("extension runtime does not support provider.complete");
   }
-  virtual boost::asio::awaitable<Result<boost::json::value>> provider_stream(boost::json::value params, EventSink sink) {
+  // A streamed model turn: every provider.stream.event goes to `sink`, in order (awaited:
+  // a slow consumer slows the extension); the result is the final aggregate. A consumer that
+  // abandons the sink stops the forwarding, not the call.
+  virtual boost::asio::awaitable<Result<protocol::ProviderCompleteResult>> provider_stream(boost::json::value params,
+                                                                                          ProviderEventSink& sink) {
     co_return Error::extension("provider.stream is not supported by this extension");
   }
+  // A plugin slash command: command.output for `request_id` and every task.* go to `channel`,
+  // which the caller must collect concurrently (see invoke_command_collected()).
   virtual boost::asio::awaitable<Result<boost::json::value>> invoke_command(std::string command,
                                                                            std::vector<std::string> args,
-                                                                           std::string request_id, EventSink sink) {
+                                                                           std::string request_id,
+                                                                           InvokeEventChannel& channel) {
     co_return Error::extension("extension runtime does not support command.invoke");
   }
-  virtual boost::asio::awaitable<Result<boost::json::value>> get_info() {
+  virtual boost::asio::awaitable<Result<protocol::PluginInfo>> get_info() {
     co_return Error::extension("extension runtime does not support info.get");
   }
   virtual boost::asio::awaitable<Result<boost::json::value>> settings_editor_open(std::string category,
@@ -88,6 +107,9 @@ class ExtensionHandler {
                                                                                    std::string field,
                                                                                    boost::json::value value) {
     co_return Error::extension("extension runtime does not support settings.editor.commit");
+  }
+  virtual boost::asio::awaitable<Result<protocol::SidecarSpawnArgs>> sidecar_spawn_args() {
+    co_return Error::extension("extension runtime does not support sidecar.spawn_args");
   }
 
   // Stops the extension for good.

@@ -7,6 +7,7 @@
 
 #include "process/environment.hpp"
 #include "protocol/tool_call.hpp"
+#include "runtime/notification_forwarding.hpp"
 #include "util/log.hpp"
 #include "wire/message.hpp"
 
@@ -335,6 +336,152 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_tool_as(std::
   auto params = protocol::tool_call_params(name, std::move(input), session_id, cwd, caller,
                                            protocol::hook_session_id_enabled());
   co_return co_await call("tool.call", std::move(params));
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::call_named_timeout(std::string method,
+                                                                                 boost::json::value params) {
+  auto r = co_await call(method, std::move(params));
+  if (!r && r.error().kind == ErrorKind::timeout) {
+    co_return Error::timeout("Extension '" + m_spec.id + "' " + method + " timed out");
+  }
+  co_return r;
+}
+
+asio::awaitable<Result<protocol::ProviderCompleteResult>> ProcessExtension::provider_complete(boost::json::value params) {
+  auto self = shared_from_this();
+  auto reply = co_await call_named_timeout("provider.complete", std::move(params));
+  if (!reply) co_return std::move(reply).error();
+  auto result = protocol::parse_provider_result(m_spec.id, "provider.complete", reply.value());
+  if (!result) co_return result;
+  if (result->content.empty()) {
+    co_return Error::extension("Extension '" + m_spec.id + "' provider.complete returned empty content");
+  }
+  co_return result;
+}
+
+// The call of a streamed method: when its answer is in, the subscription ends, so the
+// forwarder drains what is buffered and stops.
+asio::awaitable<Result<boost::json::value>> ProcessExtension::call_then_unsubscribe(std::string method,
+                                                                                   boost::json::value params,
+                                                                                   rpc::Subscription& subscription) {
+  auto r = co_await call(std::move(method), std::move(params));
+  subscription.unsubscribe();
+  co_return r;
+}
+
+asio::awaitable<void> ProcessExtension::forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink) {
+  bool sink_open = true;
+  for (;;) {
+    auto frame = co_await subscription.queue().pop();
+    if (!frame) break;
+    co_await forward_provider_stream_frame(m_spec.id, sink, sink_open, std::move(*frame));
+  }
+}
+
+asio::awaitable<Result<protocol::ProviderCompleteResult>> ProcessExtension::provider_stream(boost::json::value params,
+                                                                                            ProviderEventSink& sink) {
+  auto self = shared_from_this();
+  auto subscription = m_inbox->subscribe();  // before the request: no early event is missed
+  asio::steady_timer deadline(m_executor, m_timeouts.provider_stream);
+  auto raced = co_await ((call_then_unsubscribe("provider.stream", std::move(params), subscription) &&
+                          forward_stream(subscription, sink)) ||
+                         deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 1) co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out");
+  auto reply = std::get<0>(std::move(raced));
+  if (!reply) {
+    if (reply.error().kind == ErrorKind::timeout) {
+      co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out");
+    }
+    co_return std::move(reply).error();
+  }
+  // Empty content is fine here: the text may have come entirely as deltas.
+  co_return protocol::parse_provider_result(m_spec.id, "provider.stream", reply.value());
+}
+
+asio::awaitable<bool> ProcessExtension::forward_invoke(rpc::Subscription& subscription, std::string request_id,
+                                                       InvokeEventChannel& channel) {
+  bool sink_open = true;
+  bool saw_done = false;
+  for (;;) {
+    auto frame = co_await subscription.queue().pop();
+    if (!frame) break;
+    if (co_await forward_invoke_command_frame(m_spec.id, request_id, channel, sink_open, std::move(*frame))) {
+      saw_done = true;
+    }
+  }
+  co_return saw_done;
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::invoke_command(std::string command,
+                                                                             std::vector<std::string> args,
+                                                                             std::string request_id,
+                                                                             InvokeEventChannel& channel) {
+  auto self = shared_from_this();
+  // However this ends (answer, error, deadline, cancellation), the collector's stream ends.
+  struct CloseOnExit {
+    InvokeEventChannel& channel;
+    ~CloseOnExit() { channel.close(); }
+  } close_on_exit{channel};
+  auto subscription = m_inbox->subscribe();
+  boost::json::object params;
+  params["command"] = command;
+  params["args"] = boost::json::array(args.begin(), args.end());
+  params["request_id"] = request_id;
+  asio::steady_timer deadline(m_executor, m_timeouts.command_invoke);
+  auto raced = co_await ((call_then_unsubscribe("command.invoke", std::move(params), subscription) &&
+                          forward_invoke(subscription, request_id, channel)) ||
+                         deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 1) co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out");
+  auto both = std::get<0>(std::move(raced));
+  auto& reply = std::get<0>(both);
+  if (!reply && reply.error().kind == ErrorKind::timeout) {
+    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out");
+  }
+  co_return std::move(reply);
+}
+
+asio::awaitable<Result<protocol::PluginInfo>> ProcessExtension::get_info() {
+  auto self = shared_from_this();
+  auto reply = co_await call_named_timeout("info.get", nullptr);
+  if (!reply) co_return std::move(reply).error();
+  co_return protocol::parse_plugin_info(m_spec.id, reply.value());
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::settings_editor_open(std::string category,
+                                                                                   std::string field) {
+  auto self = shared_from_this();
+  boost::json::object params;
+  params["category"] = category;
+  params["field"] = field;
+  co_return co_await call_named_timeout("settings.editor.open", std::move(params));
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::settings_editor_key(std::string category,
+                                                                                  std::string field, std::string key) {
+  auto self = shared_from_this();
+  boost::json::object params;  // key first, then category and field (reference order)
+  params["key"] = key;
+  params["category"] = category;
+  params["field"] = field;
+  co_return co_await call_named_timeout("settings.editor.key", std::move(params));
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::settings_editor_commit(std::string category,
+                                                                                     std::string field,
+                                                                                     boost::json::value value) {
+  auto self = shared_from_this();
+  boost::json::object params;
+  params["category"] = category;
+  params["field"] = field;
+  params["value"] = std::move(value);
+  co_return co_await call_named_timeout("settings.editor.commit", std::move(params));
+}
+
+asio::awaitable<Result<protocol::SidecarSpawnArgs>> ProcessExtension::sidecar_spawn_args() {
+  auto self = shared_from_this();
+  auto reply = co_await call_named_timeout("sidecar.spawn_args", nullptr);
+  if (!reply) co_return std::move(reply).error();
+  co_return protocol::parse_sidecar_spawn_args(m_spec.id, reply.value());
 }
 
 asio::awaitable<void> ProcessExtension::shutdown() {

@@ -90,6 +90,19 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
                                                                  std::optional<std::string> session_id,
                                                                  std::optional<std::filesystem::path> cwd,
                                                                  std::optional<protocol::Author> caller) override;
+  boost::asio::awaitable<Result<protocol::ProviderCompleteResult>> provider_complete(boost::json::value params) override;
+  boost::asio::awaitable<Result<protocol::ProviderCompleteResult>> provider_stream(boost::json::value params,
+                                                                                  ProviderEventSink& sink) override;
+  boost::asio::awaitable<Result<boost::json::value>> invoke_command(std::string command, std::vector<std::string> args,
+                                                                   std::string request_id,
+                                                                   InvokeEventChannel& channel) override;
+  boost::asio::awaitable<Result<protocol::PluginInfo>> get_info() override;
+  boost::asio::awaitable<Result<boost::json::value>> settings_editor_open(std::string category, std::string field) override;
+  boost::asio::awaitable<Result<boost::json::value>> settings_editor_key(std::string category, std::string field,
+                                                                        std::string key) override;
+  boost::asio::awaitable<Result<boost::json::value>> settings_editor_commit(std::string category, std::string field,
+                                                                           boost::json::value value) override;
+  boost::asio::awaitable<Result<protocol::SidecarSpawnArgs>> sidecar_spawn_args() override;
   boost::asio::awaitable<void> shutdown() override;
   rpc::Subscription subscribe_notifications(const boost::asio::any_io_executor&) override { return m_inbox->subscribe(); }
   rpc::Subscription subscribe_notifications() { return m_inbox->subscribe(); }
@@ -131,6 +144,14 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
                                                                       const boost::json::value& params, std::uint64_t id);
   boost::asio::awaitable<Result<boost::json::value>> call_inner(std::string method, boost::json::value params);
   boost::asio::awaitable<Result<boost::json::value>> leased_call(boost::json::value params);
+  // call(), with a deadline error in the reference's words for that method
+  // ("Extension '<id>' info.get timed out").
+  boost::asio::awaitable<Result<boost::json::value>> call_named_timeout(std::string method, boost::json::value params);
+  boost::asio::awaitable<Result<boost::json::value>> call_then_unsubscribe(std::string method, boost::json::value params,
+                                                                          rpc::Subscription& subscription);
+  boost::asio::awaitable<bool> forward_invoke(rpc::Subscription& subscription, std::string request_id,
+                                              InvokeEventChannel& channel);
+  boost::asio::awaitable<void> forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink);
   boost::asio::awaitable<Result<void>> restart_locked();
   boost::asio::awaitable<Result<void>> initialize_locked();
   boost::asio::awaitable<protocol::HookResult> hook_outcome(Result<boost::json::value> reply);

@@ -69,14 +69,17 @@ TEST(ExtensionHandler, DefaultCallToolForServesNoTool) {
 TEST(ExtensionHandler, DefaultsNameTheUnsupportedOperation) {
   boost::asio::io_context io;
   UnsupportedHandler h;
-  auto message = [&](boost::asio::awaitable<Result<boost::json::value>> op) {
+  auto message = [&](auto op) {
     auto r = run_bounded(io, std::move(op));
     return r && !r->ok() ? r->error().message : std::string("(no error)");
   };
+  ProviderEventSink sink(io.get_executor());
+  InvokeEventChannel channel(io.get_executor());
   EXPECT_EQ(message(h.provider_complete(nullptr)), "extension runtime does not support provider.complete");
-  EXPECT_EQ(message(h.provider_stream(nullptr, {})), "provider.stream is not supported by this extension");
-  EXPECT_EQ(message(h.invoke_command("c", {}, "r", {})), "extension runtime does not support command.invoke");
+  EXPECT_EQ(message(h.provider_stream(nullptr, sink)), "provider.stream is not supported by this extension");
+  EXPECT_EQ(message(h.invoke_command("c", {}, "r", channel)), "extension runtime does not support command.invoke");
   EXPECT_EQ(message(h.get_info()), "extension runtime does not support info.get");
+  EXPECT_EQ(message(h.sidecar_spawn_args()), "extension runtime does not support sidecar.spawn_args");
   EXPECT_EQ(message(h.settings_editor_open("c", "f")), "extension runtime does not support settings.editor.open");
   EXPECT_EQ(message(h.settings_editor_key("c", "f", "Enter")), "extension runtime does not support settings.editor.key");
   EXPECT_EQ(message(h.settings_editor_commit("c", "f", nullptr)),

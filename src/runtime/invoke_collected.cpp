@@ -1,0 +1,39 @@
+#include "runtime/invoke_collected.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <cstdio>
+#include <random>
+
+namespace exthost::runtime {
+
+using namespace boost::asio::experimental::awaitable_operators;
+
+boost::asio::awaitable<CollectedInvocation> invoke_command_collected(ExtensionHandler& handler, std::string command,
+                                                                    std::vector<std::string> args,
+                                                                    std::string request_id, InvokeOutputBudget budget) {
+  auto ex = co_await boost::asio::this_coro::executor;
+  InvokeEventChannel channel(ex, budget);
+  auto both = co_await (handler.invoke_command(std::move(command), std::move(args), std::move(request_id), channel) &&
+                        channel.collect());
+  CollectedInvocation out{std::move(std::get<0>(both)), std::move(std::get<1>(both))};
+  co_return out;
+}
+
+std::string fresh_request_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const std::uint64_t hi = rng(), lo = rng();
+  unsigned char b[16];
+  for (int i = 0; i < 8; ++i) {
+    b[i] = static_cast<unsigned char>(hi >> (56 - 8 * i));
+    b[8 + i] = static_cast<unsigned char>(lo >> (56 - 8 * i));
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0F) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3F) | 0x80);  // RFC 4122 variant
+  char out[37];
+  std::snprintf(out, sizeof out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+                b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return out;
+}
+
+}  // namespace exthost::runtime
