@@ -109,6 +109,7 @@ Result<InitializeResult> parse_initialize_result(std::string_view extension_id, 
   const auto* o = v.if_object();
   if (o == nullptr) return Error::extension(invalid + invalid_type(v, "struct InitializeResult"));
   InitializeResult out;
+  boost::json::array providers;
   const auto* version = o->if_contains("protocol_version");
   if (version == nullptr) return Error::extension(invalid + "missing field `protocol_version`");
   if (version->is_uint64() && version->get_uint64() <= UINT32_MAX) {
@@ -131,7 +132,7 @@ Result<InitializeResult> parse_initialize_result(std::string_view extension_id, 
         if (!items->is_array()) return Error::extension(invalid + invalid_type(*items, "a sequence"));
       }
     }
-    if (const auto* p = caps->if_contains("providers")) out.providers = p->get_array();
+    if (const auto* p = caps->if_contains("providers")) providers = p->get_array();
     if (const auto* c = caps->if_contains("capabilities")) out.capabilities = c->get_array();
     if (const auto* cancel = caps->if_contains("cancellation")) out.cancellation = cancel->is_bool() && cancel->get_bool();
   }
@@ -140,6 +141,9 @@ Result<InitializeResult> parse_initialize_result(std::string_view extension_id, 
                             std::to_string(out.protocol_version) + " (supported: " + std::to_string(k_protocol_version) + ")");
   }
   if (auto err = validate_tools(extension_id, out.tools)) return Error::extension(std::move(*err));
+  auto specs = parse_provider_specs(extension_id, providers);
+  if (!specs) return std::move(specs).error();
+  out.providers = std::move(specs).value();
   return out;
 }
 

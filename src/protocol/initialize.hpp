@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exthost/result.hpp"
+#include "protocol/provider.hpp"
 
 namespace exthost::protocol {
 
@@ -25,7 +26,7 @@ struct ToolSpec {
 struct InitializeResult {
   std::uint32_t protocol_version = 0;
   std::vector<ToolSpec> tools;
-  boost::json::array providers;     // validated and typed by the provider surface
+  std::vector<ProviderSpec> providers;  // validated (SPEC §5.6.3)
   boost::json::array capabilities;  // capability declarations, checked against permissions
   bool cancellation = false;        // capabilities.cancellation: wants $/cancelRequest (A3)
 };
@@ -36,7 +37,7 @@ boost::json::value initialize_params(std::string_view plugin_id, const std::opti
 
 // Parses and validates an initialize result with the reference's texts:
 // "Invalid initialize response from extension '<id>': …", the protocol version check, then
-// the tool specs.
+// the tool specs, then the provider specs.
 Result<InitializeResult> parse_initialize_result(std::string_view extension_id, const boost::json::value& v);
 
 }  // namespace exthost::protocol
