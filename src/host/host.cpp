@@ -1,6 +1,11 @@
 #include "exthost/host.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -9,12 +14,18 @@
 #include <mutex>
 #include <thread>
 
+#include "host/capability.hpp"
 #include "host/manifest.hpp"
+#include "protocol/ui_event.hpp"
+#include "runtime/invoke_collected.hpp"
 #include "runtime/process_extension.hpp"
+#include "runtime/provider_tool_loop.hpp"
+#include "util/log.hpp"
 #include "wire/json.hpp"
 
 namespace exthost {
 namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
 
 struct Host::Impl {
   HostOptions options;
@@ -78,11 +89,66 @@ asio::awaitable<Result<ExtensionInfo>> load_on_io(Host::Impl* impl, std::filesys
     if (!tail.empty()) message += "\nstderr tail of extension '" + m.id + "':\n" + tail;
     co_return Error{kind, std::move(message)};
   }
+  // What the extension registered must be what its manifest lets it register (SPEC §6.11.1);
+  // any refusal stops the child before the load returns (A9).
+  const std::string ext_name = "Extension '" + m.id + "'";
+  std::optional<Error> refused;
+  if (!init->tools.empty() && !m.granted.has(host::Permission::tools_register)) {
+    refused = Error::extension(ext_name + " registered tools but lacks permission 'tools.register'");
+  } else if (!init->providers.empty() && !m.granted.has(host::Permission::providers_register)) {
+    refused = Error::extension(ext_name + " registered providers but lacks permission 'providers.register'");
+  }
+  std::vector<host::CapabilityDeclaration> capabilities;
+  if (!refused) {
+    auto parsed = host::parse_capabilities(init->capabilities);
+    if (!parsed) {
+      refused = Error::extension("Invalid initialize response from extension '" + m.id + "': " + parsed.error().message);
+    } else {
+      capabilities = std::move(parsed).value();
+      for (const auto& cap : capabilities) {
+        if (auto valid = host::validate_capability(cap, m.granted); !valid) {
+          refused = Error::extension(ext_name + " capability '" + cap.kind + "' invalid: " + valid.error().message);
+          break;
+        }
+      }
+    }
+  }
+  if (refused) {
+    co_await ext->shutdown();
+    co_return std::move(*refused);
+  }
+
   ExtensionInfo info;
   info.id = m.id;
   info.init_ms = std::chrono::duration<double, std::milli>(answered - started).count();
   for (const auto& tool : init->tools) {
     info.tools.push_back(ToolInfo{tool.name, tool.description, wire::to_json(tool.input_schema)});
+  }
+  for (const auto& p : init->providers) {
+    ProviderInfo provider{m.id + ":" + p.id, p.display_name, {}};
+    for (const auto& model : p.models) {
+      const auto* caps = model.capabilities.if_object();
+      auto flag = [caps](const char* key) {
+        const auto* v = caps ? caps->if_contains(key) : nullptr;
+        return v != nullptr && v->is_bool() && v->get_bool();
+      };
+      provider.models.push_back(ProviderModelInfo{provider.id + ":" + model.id, model.display_name.value_or(model.id),
+                                                  flag("tool_use"), flag("streaming"), model.context_window});
+    }
+    info.providers.push_back(std::move(provider));
+  }
+  for (const auto& cap : capabilities) info.capabilities.push_back(CapabilityInfo{cap.kind, cap.name});
+  // The optional info.get probe: best effort, never fails the load (SPEC §2.7).
+  if (!info.tools.empty() || !info.providers.empty() || !info.capabilities.empty()) {
+    auto probed = co_await ext->get_info();
+    if (probed) {
+      info.plugin_info_json = wire::to_json(protocol::to_json(probed.value()));
+    } else if (probed.error().message.find("method not found") != std::string::npos ||
+               probed.error().message.find("unknown method") != std::string::npos) {
+      util::log().debug("extension '{}': no info.get: {}", m.id, probed.error().message);
+    } else {
+      util::log().warn("extension '{}': info.get failed: {}", m.id, probed.error().message);
+    }
   }
   const auto snap = ext->lifecycle_snapshot();
   info.generation = snap ? snap->generation : 0;
@@ -109,6 +175,153 @@ asio::awaitable<Result<std::string>> call_tool_on_io(std::shared_ptr<runtime::Pr
 
 asio::awaitable<void> stop_on_io(std::shared_ptr<runtime::ProcessExtension> ext) { co_await ext->shutdown(); }
 
+
+Result<boost::json::value> parse_json_arg(const std::string& id, const char* method, const std::string& text) {
+  wire::JsonParser parser;
+  auto v = parser.parse(text.empty() ? std::string("{}") : text);
+  if (!v) return Error::usage("Extension '" + id + "' method '" + method + "': invalid JSON: " + v.error().message);
+  return v;
+}
+
+std::string json_text(const boost::json::value& v) { return wire::to_json(v); }
+
+asio::awaitable<Result<CommandOutput>> invoke_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string command,
+                                                    std::vector<std::string> args) {
+  auto collected = co_await runtime::invoke_command_collected(*ext, std::move(command), std::move(args),
+                                                             runtime::fresh_request_id());
+  if (!collected.result) co_return std::move(collected.result).error();
+  CommandOutput out;
+  out.result_json = json_text(collected.result.value());
+  for (const auto& e : collected.report.events) {
+    if (const auto* o = std::get_if<protocol::CommandOutputEvent>(&e)) {
+      out.events_json.push_back(json_text(protocol::to_json(*o)));
+    } else {
+      out.events_json.push_back(json_text(protocol::to_json(std::get<protocol::TaskEvent>(e))));
+    }
+  }
+  const auto& c = collected.report.counters;
+  out.counters = OutputCounters{c.produced_events, c.produced_payload_bytes, c.retained_events, c.retained_payload_bytes,
+                                c.truncated_events, c.truncated_payload_bytes, c.dropped_events, c.dropped_payload_bytes,
+                                c.dropped_error_events, c.saw_done};
+  if (auto notice = collected.report.limit_notice()) {
+    out.limit_notice = notice->message;
+    out.limit_notice_is_error = notice->severity_error;
+  }
+  co_return out;
+}
+
+asio::awaitable<Result<std::string>> complete_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string params) {
+  auto p = parse_json_arg(ext->id(), "provider.complete", params);
+  if (!p) co_return std::move(p).error();
+  auto r = co_await ext->provider_complete(std::move(p).value());
+  if (!r) co_return std::move(r).error();
+  co_return json_text(protocol::to_json(r.value()));
+}
+
+asio::awaitable<void> deliver_stream(runtime::ProviderEventSink& sink, EventCallback& on_event) {
+  for (;;) {
+    auto e = co_await sink.pop();
+    if (!e) co_return;
+    if (on_event) on_event(json_text(protocol::to_json(*e)));
+  }
+}
+
+asio::awaitable<Result<protocol::ProviderCompleteResult>> stream_then_close(std::shared_ptr<runtime::ProcessExtension> ext,
+                                                                            boost::json::value params,
+                                                                            runtime::ProviderEventSink& sink) {
+  auto r = co_await ext->provider_stream(std::move(params), sink);
+  sink.close();  // the consumer drains what is left, then ends
+  co_return r;
+}
+
+asio::awaitable<Result<std::string>> stream_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string params,
+                                                  EventCallback on_event) {
+  auto p = parse_json_arg(ext->id(), "provider.stream", params);
+  if (!p) co_return std::move(p).error();
+  runtime::ProviderEventSink sink(co_await asio::this_coro::executor);
+  auto r = co_await (stream_then_close(ext, std::move(p).value(), sink) && deliver_stream(sink, on_event));
+  if (!r) co_return std::move(r).error();
+  co_return json_text(protocol::to_json(r.value()));
+}
+
+// The embedder's ProviderTools behind the runtime's gate and runner interfaces.
+class ToolsAdapter final : public runtime::ToolGate, public runtime::ToolRunner {
+ public:
+  explicit ToolsAdapter(ProviderTools tools) : m_tools(std::move(tools)) {}
+  std::optional<std::string> deny(const protocol::ProviderToolUse& use) override {
+    if (!m_tools.deny || !m_tools.run) return m_default.deny(use);
+    return m_tools.deny(use.name, json_text(use.input));
+  }
+  asio::awaitable<Result<std::string>> run(const protocol::ProviderToolUse& use) override {
+    co_return m_tools.run(use.name, json_text(use.input));
+  }
+
+ private:
+  ProviderTools m_tools;
+  runtime::DenyAllTools m_default;
+};
+
+// A model's tool output is cut at 64 KiB before it goes back into the conversation.
+constexpr std::size_t k_max_provider_tool_output = 64 * 1024;
+
+asio::awaitable<Result<std::string>> tools_loop_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string params,
+                                                      ProviderTools tools, std::size_t max_iterations,
+                                                      std::uint32_t* tools_requested) {
+  auto p = parse_json_arg(ext->id(), "provider.complete", params);
+  if (!p) co_return std::move(p).error();
+  ToolsAdapter adapter(std::move(tools));
+  std::uint32_t requested = 0;
+  auto r = co_await runtime::complete_provider_with_tools(*ext, std::move(p).value(), adapter, adapter,
+                                                          k_max_provider_tool_output, max_iterations, requested);
+  if (tools_requested) *tools_requested = requested;
+  if (!r) co_return std::move(r).error();
+  co_return json_text(protocol::to_json(r.value()));
+}
+
+asio::awaitable<Result<std::string>> info_on_io(std::shared_ptr<runtime::ProcessExtension> ext) {
+  auto r = co_await ext->get_info();
+  if (!r) co_return std::move(r).error();
+  co_return json_text(protocol::to_json(r.value()));
+}
+
+asio::awaitable<Result<std::string>> json_result_on_io(asio::awaitable<Result<boost::json::value>> op) {
+  auto r = co_await std::move(op);
+  if (!r) co_return std::move(r).error();
+  co_return json_text(r.value());
+}
+
+asio::awaitable<Result<std::string>> sidecar_on_io(std::shared_ptr<runtime::ProcessExtension> ext) {
+  auto r = co_await ext->sidecar_spawn_args();
+  if (!r) co_return std::move(r).error();
+  boost::json::object o;
+  o["args"] = boost::json::array(r->args.begin(), r->args.end());
+  o["language"] = r->language ? boost::json::value(*r->language) : boost::json::value(nullptr);
+  co_return json_text(o);
+}
+
+asio::awaitable<void> watch_on_io(std::shared_ptr<runtime::ProcessExtension> ext, rpc::Subscription subscription,
+                                  EventCallback on_event) {
+  const std::string id = ext->id();
+  ext.reset();  // the watcher must not keep an unloaded extension alive
+  for (;;) {
+    auto frame = co_await subscription.queue().pop();
+    if (!frame) co_return;  // the extension was stopped
+    Result<protocol::UiEvent> event = Error::internal("not a UI event");
+    if (protocol::is_widget_method(frame->method)) {
+      event = protocol::parse_widget_event(frame->method, frame->params);
+    } else if (protocol::is_settings_editor_method(frame->method)) {
+      event = protocol::parse_settings_editor_event(frame->method, frame->params);
+    } else {
+      continue;
+    }
+    if (!event) {
+      util::log().warn("extension '{}': Skipping malformed {} notification: {}", id, frame->method, event.error().message);
+      continue;
+    }
+    if (on_event) on_event(json_text(protocol::to_json(event.value())));
+  }
+}
+
 }  // namespace
 
 Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
@@ -132,6 +345,84 @@ Result<std::string> Host::call_tool(const std::string& id, const std::string& to
   auto ext = m_impl->find(id);
   if (!ext) return Error::usage("Extension '" + id + "' not found");
   return m_impl->run(call_tool_on_io(std::move(ext), tool, input_json));
+}
+
+namespace {
+Error not_found(const std::string& id) { return Error::usage("Extension '" + id + "' not found"); }
+}  // namespace
+
+Result<CommandOutput> Host::invoke_command(const std::string& id, const std::string& command,
+                                           const std::vector<std::string>& args) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(invoke_on_io(std::move(ext), command, args));
+}
+
+Result<std::string> Host::complete(const std::string& id, const std::string& params_json) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(complete_on_io(std::move(ext), params_json));
+}
+
+Result<std::string> Host::stream(const std::string& id, const std::string& params_json, EventCallback on_event) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(stream_on_io(std::move(ext), params_json, std::move(on_event)));
+}
+
+Result<std::string> Host::complete_with_tools(const std::string& id, const std::string& params_json, ProviderTools tools,
+                                              std::size_t max_iterations, std::uint32_t* tools_requested) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(tools_loop_on_io(std::move(ext), params_json, std::move(tools), max_iterations, tools_requested));
+}
+
+Result<std::string> Host::info(const std::string& id) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(info_on_io(std::move(ext)));
+}
+
+Result<std::string> Host::settings_editor_open(const std::string& id, const std::string& category,
+                                               const std::string& field) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(json_result_on_io(ext->settings_editor_open(category, field)));
+}
+
+Result<std::string> Host::settings_editor_key(const std::string& id, const std::string& category, const std::string& field,
+                                              const std::string& key) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(json_result_on_io(ext->settings_editor_key(category, field, key)));
+}
+
+Result<std::string> Host::settings_editor_commit(const std::string& id, const std::string& category,
+                                                 const std::string& field, const std::string& value_json) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  auto value = parse_json_arg(id, "settings.editor.commit", value_json);
+  if (!value) return std::move(value).error();
+  return m_impl->run(json_result_on_io(ext->settings_editor_commit(category, field, std::move(value).value())));
+}
+
+Result<std::string> Host::sidecar_spawn_args(const std::string& id) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(sidecar_on_io(std::move(ext)));
+}
+
+Result<void> Host::watch_ui_events(const std::string& id, EventCallback on_event) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  // Subscribed on the I/O thread before this returns: no later notification is missed.
+  m_impl->run([](Host::Impl* impl, std::shared_ptr<runtime::ProcessExtension> e,
+                 EventCallback cb) -> asio::awaitable<bool> {
+    auto subscription = e->subscribe_notifications();
+    asio::co_spawn(impl->io, watch_on_io(std::move(e), std::move(subscription), std::move(cb)), asio::detached);
+    co_return true;
+  }(m_impl.get(), std::move(ext), std::move(on_event)));
+  return {};
 }
 
 Result<void> Host::unload(const std::string& id) {

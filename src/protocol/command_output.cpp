@@ -27,8 +27,9 @@ Result<CommandOutput> parse_command_output(const boost::json::value& params) {
   if (const auto* nested = p->if_contains("event")) {
     event = nested->if_object();
   } else {
-    flat = *p;
-    flat.erase("request_id");
+    for (const auto& [key, value] : *p) {  // the members but request_id, in their order
+      if (key != "request_id") flat.emplace(key, value);
+    }
     event = &flat;
   }
   if (event == nullptr) return fail("command.output event must be a JSON object");

@@ -182,8 +182,10 @@ Result<ProviderStreamEvent> parse_provider_stream_event(const boost::json::value
         stream_event::ToolUse{std::string(id->get_string()), std::string(name->get_string()), std::move(input)});
   }
   if (t == "usage") {
-    boost::json::object usage = *o;
-    usage.erase("type");
+    boost::json::object usage;  // the members but `type`, in their order (erase would reorder)
+    for (const auto& [key, value] : *o) {
+      if (key != "type") usage.emplace(key, value);
+    }
     return ProviderStreamEvent(stream_event::Usage{std::move(usage)});
   }
   if (t == "error") {

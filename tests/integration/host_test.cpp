@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -25,10 +26,10 @@ class HostTest : public ::testing::Test {
     fs::create_directories(dir / ".synaps-plugin");
   }
   void TearDown() override { fs::remove_all(root); }
-  void manifest(const std::string& mode) {
+  void manifest(const std::string& mode, const std::string& arg = "", const std::string& permissions = R"("tools.register")") {
     std::ofstream(dir / ".synaps-plugin/plugin.json")
         << R"({"extension":{"protocol_version":1,"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION
-        << R"(","args":[")" << mode << R"("],"permissions":["tools.register"]}})";
+        << R"(","args":[")" << mode << (arg.empty() ? "" : R"(",")" + arg) << R"("],"permissions":[)" << permissions << "]}}";
   }
   fs::path root, dir;
 };
@@ -99,6 +100,105 @@ TEST_F(HostTest, ObservesAndStopsALoadedExtension) {
   ASSERT_TRUE(host.unload(info->id).ok());
   EXPECT_FALSE(exthost::testing::alive(*pid));
   EXPECT_FALSE(host.lifecycle(info->id));
+}
+
+TEST_F(HostTest, RegistrationsNeedTheirPermissionsAndARefusedChildIsStopped) {
+  manifest("echo", "", R"("memory.read")");
+  exthost::Host host;
+  auto r = host.load(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "Extension 'fake-plugin' registered tools but lacks permission 'tools.register'");
+  EXPECT_FALSE(host.health("fake-plugin"));
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+  manifest("provider", "1", R"("tools.register")");
+  auto p = host.load(dir);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().message, "Extension 'fake-plugin' registered providers but lacks permission 'providers.register'");
+}
+
+TEST_F(HostTest, ProvidersStreamAndRunToolsThroughThePublicApi) {
+  manifest("provider", "5", R"("tools.register","providers.register")");
+  exthost::Host host;
+  auto info = host.load(dir);
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  ASSERT_EQ(info->providers.size(), 1u);
+  EXPECT_EQ(info->providers[0].id, "fake-plugin:mock");
+  ASSERT_EQ(info->providers[0].models.size(), 1u);
+  EXPECT_EQ(info->providers[0].models[0].id, "fake-plugin:mock:m1");
+  EXPECT_TRUE(info->providers[0].models[0].tool_use);
+  EXPECT_TRUE(info->providers[0].models[0].streaming);
+  EXPECT_EQ(info->providers[0].models[0].context_window, std::optional<std::uint64_t>(8192));
+  std::vector<std::string> events;
+  auto streamed = host.stream(info->id, R"({"messages":[]})", [&](const std::string& e) { events.push_back(e); });
+  ASSERT_TRUE(streamed.ok()) << streamed.error().message;
+  EXPECT_EQ(*streamed, R"({"content":[{"type":"text","text":"streamed"}],"stop_reason":"end_turn","usage":{"output_tokens":5}})");
+  ASSERT_EQ(events.size(), 7u);
+  EXPECT_EQ(events[0], R"({"type":"text","text":"0,"})");
+  EXPECT_EQ(events[5], R"({"type":"usage","usage":{"input_tokens":4,"output_tokens":2}})");
+  EXPECT_EQ(events[6], R"({"type":"done"})");
+  exthost::ProviderTools tools;
+  tools.deny = [](const std::string& name, const std::string&) -> std::optional<std::string> {
+    if (name == "echo") return std::nullopt;
+    return "no";
+  };
+  tools.run = [](const std::string&, const std::string& input) -> exthost::Result<std::string> { return "ran " + input; };
+  std::uint32_t requested = 0;
+  auto looped = host.complete_with_tools(info->id, R"({"messages":[]})", tools, 4, &requested);
+  ASSERT_TRUE(looped.ok()) << looped.error().message;
+  EXPECT_EQ(*looped, R"({"content":[{"type":"text","text":"final: \"ran {\\\"text\\\":\\\"hi\\\"}\""}],"stop_reason":"end_turn","usage":null})");
+  EXPECT_EQ(requested, 1u);
+  auto denied = host.complete_with_tools(info->id, R"({"messages":[]})");
+  ASSERT_TRUE(denied.ok());
+  EXPECT_NE(denied->find("not available to extension providers"), std::string::npos) << *denied;
+  auto bad = host.complete(info->id, "{not json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, exthost::ErrorKind::usage);
+}
+
+TEST_F(HostTest, CommandsInfoAndUiEventsThroughThePublicApi) {
+  manifest("commands");
+  exthost::Host host;
+  auto info = host.load(dir);
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  ASSERT_TRUE(info->plugin_info_json) << "info.get is probed at load when tools are registered";
+  EXPECT_NE(info->plugin_info_json->find(R"("backend":"cpu")"), std::string::npos);
+  auto out = host.invoke_command(info->id, "small", {});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out->result_json, R"({"status":"ok"})");
+  ASSERT_EQ(out->events_json.size(), 9u);
+  EXPECT_EQ(out->events_json[0], R"({"kind":"text","content":"hello"})");
+  EXPECT_FALSE(out->limit_notice);
+  EXPECT_TRUE(out->counters.saw_done);
+  auto flood = host.invoke_command(info->id, "flood", {"100", "65536"});
+  ASSERT_TRUE(flood.ok());
+  ASSERT_TRUE(flood->limit_notice);
+  EXPECT_EQ(flood->counters.retained_bytes, 262144u);
+  EXPECT_EQ(flood->counters.dropped_events, 96u);
+  auto args = host.sidecar_spawn_args(info->id);
+  ASSERT_TRUE(args.ok());
+  EXPECT_EQ(*args, R"({"args":["--model-path","/x"],"language":"en"})");
+  auto commit = host.settings_editor_commit(info->id, "voice", "model", R"("model:tiny.en")");
+  ASSERT_TRUE(commit.ok());
+  EXPECT_EQ(*commit, R"({"method":"settings.editor.commit","params":{"category":"voice","field":"model","value":"model:tiny.en"}})");
+  std::vector<std::string> ui;
+  std::mutex ui_mutex;
+  ASSERT_TRUE(host.watch_ui_events(info->id, [&](const std::string& e) {
+    std::lock_guard lock(ui_mutex);
+    ui.push_back(e);
+  }).ok());
+  ASSERT_TRUE(host.call_tool(info->id, "widgets", "{}").ok());
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard lock(ui_mutex);
+      if (ui.size() >= 3) break;
+    }
+    ::usleep(5000);
+  }
+  std::lock_guard lock(ui_mutex);
+  ASSERT_EQ(ui.size(), 3u) << "the malformed upsert is skipped";
+  EXPECT_EQ(ui[0], R"({"method":"widget.upsert","id":"clock","lines":["12:00"],"position":"top_left","title":null,"ttl_secs":null})");
+  EXPECT_EQ(ui[1], R"({"method":"settings.editor.render","rows":[{"label":"tiny.en","selectable":true}],"cursor":0})");
+  EXPECT_EQ(ui[2], R"({"method":"widget.dismiss","id":"clock"})");
 }
 
 }  // namespace
