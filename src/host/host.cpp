@@ -16,6 +16,7 @@
 
 #include "host/capability.hpp"
 #include "host/manifest.hpp"
+#include "host/provider_registry.hpp"
 #include "protocol/ui_event.hpp"
 #include "runtime/invoke_collected.hpp"
 #include "runtime/process_extension.hpp"
@@ -34,6 +35,7 @@ struct Host::Impl {
   std::thread thread;
   mutable std::mutex mutex;  // guards extensions
   std::map<std::string, std::shared_ptr<runtime::ProcessExtension>> extensions;
+  host::ProviderRegistry providers;  // of every loaded extension, as "plugin:provider"
 
   runtime::Timeouts timeouts() const {
     runtime::Timeouts t;
@@ -125,15 +127,17 @@ asio::awaitable<Result<ExtensionInfo>> load_on_io(Host::Impl* impl, std::filesys
     info.tools.push_back(ToolInfo{tool.name, tool.description, wire::to_json(tool.input_schema)});
   }
   for (const auto& p : init->providers) {
-    ProviderInfo provider{m.id + ":" + p.id, p.display_name, {}};
-    for (const auto& model : p.models) {
-      const auto* caps = model.capabilities.if_object();
-      auto flag = [caps](const char* key) {
-        const auto* v = caps ? caps->if_contains(key) : nullptr;
-        return v != nullptr && v->is_bool() && v->get_bool();
-      };
-      provider.models.push_back(ProviderModelInfo{provider.id + ":" + model.id, model.display_name.value_or(model.id),
-                                                  flag("tool_use"), flag("streaming"), model.context_window});
+    if (auto registered = impl->providers.register_provider(m.id, p); !registered) {
+      impl->providers.unregister_plugin(m.id);
+      co_await ext->shutdown();
+      co_return std::move(registered).error();
+    }
+  }
+  for (const auto& summary : impl->providers.summaries(m.id)) {
+    ProviderInfo provider{summary.runtime_id, summary.display_name, {}};
+    for (const auto& model : summary.models) {
+      provider.models.push_back(ProviderModelInfo{model.runtime_id, model.display_name, model.tool_use, model.streaming,
+                                                  model.context_window});
     }
     info.providers.push_back(std::move(provider));
   }
@@ -434,6 +438,7 @@ Result<void> Host::unload(const std::string& id) {
     ext = std::move(it->second);
     m_impl->extensions.erase(it);
   }
+  m_impl->providers.unregister_plugin(id);
   m_impl->run(stop_on_io(std::move(ext)));
   return {};
 }
@@ -444,6 +449,7 @@ void Host::shutdown_all() {
     std::lock_guard lock(m_impl->mutex);
     all.swap(m_impl->extensions);
   }
+  for (const auto& [id, ext] : all) m_impl->providers.unregister_plugin(id);
   std::vector<std::future<void>> stops;
   for (auto& [id, ext] : all) stops.push_back(asio::co_spawn(m_impl->io, stop_on_io(ext), asio::use_future));
   for (auto& f : stops) f.get();

@@ -92,6 +92,7 @@ TEST_F(HostTest, ObservesAndStopsALoadedExtension) {
   ASSERT_EQ(info->tools.size(), 1u);
   EXPECT_EQ(info->tools[0].input_schema_json, R"({"type":"object"})");
   EXPECT_EQ(host.lifecycle(info->id), (exthost::Lifecycle{2, exthost::Health::running}));
+  EXPECT_FALSE(info->plugin_info_json) << "an extension without info.get loads all the same";
   auto again = host.load(dir);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().message, "Extension 'fake-plugin' is already loaded");

@@ -173,6 +173,18 @@ TEST_F(SurfacesTest, AProviderStreamOfTenThousandDeltasReachesASlowConsumerInOrd
   run_bounded(io, ext->shutdown());
 }
 
+TEST_F(SurfacesTest, AProviderStreamPropagatesTheExtensionsError) {
+  auto ext = start({"provider", "0"});
+  ASSERT_TRUE(ext);
+  runtime::ProviderEventSink sink(io.get_executor());
+  auto r = run_bounded(io, ext->provider_stream(boost::json::parse(R"({"messages":[],"fail":true})"), sink));
+  ASSERT_TRUE(r);
+  ASSERT_FALSE(r->ok());
+  EXPECT_EQ(r->error().message, "Extension error: boom");
+  EXPECT_EQ(std::get<stream_event::TextDelta>(*sink.try_pop()).text, "partial") << "events before the error arrive";
+  run_bounded(io, ext->shutdown());
+}
+
 TEST_F(SurfacesTest, AProviderStreamCompletesWhenTheConsumerIsGone) {
   auto ext = start({"provider", "100"});
   ASSERT_TRUE(ext);

@@ -103,3 +103,17 @@ TEST(ProviderSpecs, AreValidatedWithTheReferenceTexts) {
 
 }  // namespace
 }  // namespace exthost::protocol
+
+namespace exthost::protocol {
+namespace {
+
+TEST(ProviderResult, ContentIsRequiredAndTheRestOptional) {
+  auto ok = parse_provider_result("p", "provider.complete", boost::json::parse(R"({"content":[{"type":"text","text":"hi"}]})"));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_FALSE(ok->stop_reason);
+  EXPECT_EQ(parse_provider_result("p", "provider.stream", boost::json::parse("{}")).error().message,
+            "Invalid provider.stream response from extension 'p': missing field `content`");
+}
+
+}  // namespace
+}  // namespace exthost::protocol

@@ -73,3 +73,33 @@ TEST(SettingsEditorEvent, ParsesRenderCommitAndClose) {
 
 }  // namespace
 }  // namespace exthost::protocol
+
+#include "protocol/plugin_info.hpp"
+
+namespace exthost::protocol {
+namespace {
+
+TEST(SidecarSpawnArgs, AcceptsAnEmptyObjectAndRejectsAnInvalidPayload) {
+  auto empty = parse_sidecar_spawn_args("s", boost::json::parse("{}"));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->args.empty());
+  EXPECT_FALSE(empty->language);
+  auto lang = parse_sidecar_spawn_args("s", boost::json::parse(R"({"language":"en"})"));
+  EXPECT_EQ(lang->language, std::optional<std::string>("en"));
+  auto bad = parse_sidecar_spawn_args("s", boost::json::parse(R"({"args":"not-a-list"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.rfind("Invalid sidecar.spawn_args response from extension 's': ", 0), 0u);
+}
+
+TEST(PluginInfo, DefaultsAndRequiredFields) {
+  auto info = parse_plugin_info("p", boost::json::parse(R"({"models":[{"id":"m"}]})"));
+  ASSERT_TRUE(info.ok());
+  EXPECT_FALSE(info->build);
+  EXPECT_FALSE(info->models[0].installed);
+  EXPECT_FALSE(info->models[0].display_name);
+  EXPECT_EQ(parse_plugin_info("p", boost::json::parse(R"({"build":{}})")).error().message,
+            "Invalid info.get response from extension 'p': missing field `backend`");
+}
+
+}  // namespace
+}  // namespace exthost::protocol
