@@ -219,7 +219,9 @@ TEST_F(ProcessExtensionTest, AFiftyMebibyteStderrFloodKeepsHostMemoryBoundedAndT
   ASSERT_TRUE(r && r->ok());
   ASSERT_TRUE(run_until(io, [&] { return ext->stderr_tail().find("TAIL-MARKER") != std::string::npos; }));
   const long grown_kib = exthost::testing::rss_kib() - before;
-  EXPECT_LT(grown_kib, 16 * 1024) << "50 MiB of stderr must not be retained";
+  if (exthost::testing::k_memory_is_measurable) {
+    EXPECT_LT(grown_kib, 16 * 1024) << "50 MiB of stderr must not be retained";
+  }
   const auto snap = ext->child()->stderr_snapshot();
   EXPECT_GE(snap.total_bytes, 50u * 1024 * 1024);
   EXPECT_EQ(snap.forwarded_bytes, process::StderrLog::k_forward_budget);

@@ -77,7 +77,9 @@ TEST_F(SurfacesTest, AHostileCommandOutputFloodIsBoundedWhenInvokeResolves) {
   ASSERT_TRUE(notice);
   EXPECT_NE(notice->message.find("41943040"), std::string::npos) << notice->message;
   EXPECT_FALSE(notice->severity_error);
-  EXPECT_LT(grown_kib, 64 * 1024) << "40 MiB of output must not be retained";
+  if (exthost::testing::k_memory_is_measurable) {
+    EXPECT_LT(grown_kib, 64 * 1024) << "40 MiB of output must not be retained";
+  }
   run_bounded(io, ext->shutdown());
 }
 
@@ -167,7 +169,9 @@ TEST_F(SurfacesTest, AProviderStreamOfTenThousandDeltasReachesASlowConsumerInOrd
   EXPECT_TRUE(saw_usage);
   EXPECT_TRUE(saw_done);
   EXPECT_LE(peak, runtime::k_provider_event_queue_capacity);
-  EXPECT_LT(exthost::testing::rss_kib() - rss_before, 32 * 1024);
+  if (exthost::testing::k_memory_is_measurable) {
+    EXPECT_LT(exthost::testing::rss_kib() - rss_before, 32 * 1024);
+  }
   EXPECT_EQ(wire::to_json((*r)->content), R"([{"type":"text","text":"streamed"}])");
   EXPECT_EQ((*r)->stop_reason, std::optional<std::string>("end_turn"));
   run_bounded(io, ext->shutdown());
