@@ -10,6 +10,7 @@
 #include <csignal>
 
 #include "../support/bounded.hpp"
+#include "../support/fake_extension.hpp"
 #include "runtime/process_extension.hpp"
 
 namespace exthost {
@@ -25,16 +26,7 @@ class NotificationTest : public ::testing::Test {
  protected:
   void SetUp() override { std::signal(SIGPIPE, SIG_IGN); }
   std::shared_ptr<ProcessExtension> start(std::vector<std::string> args) {
-    runtime::ProcessSpec spec;
-    spec.id = "fake";
-    spec.command = EXTHOST_FAKE_EXTENSION;
-    spec.args = std::move(args);
-    auto r = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec));
-    if (!r || !r->ok()) return nullptr;
-    auto ext = std::move(*r).value();
-    auto init = run_bounded(io, ext->initialize(std::nullopt, boost::json::object()));
-    if (!init || !init->ok()) return nullptr;
-    return ext;
+    return exthost::testing::start_fake(io, std::move(args));
   }
   asio::io_context io;
 };

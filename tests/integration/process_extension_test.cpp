@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "../support/bounded.hpp"
+#include "../support/fake_extension.hpp"
 #include "../support/proc.hpp"
 #include "runtime/process_extension.hpp"
 #include "wire/json.hpp"
@@ -33,24 +34,11 @@ class ProcessExtensionTest : public ::testing::Test {
   void SetUp() override { std::signal(SIGPIPE, SIG_IGN); }
 
   std::shared_ptr<ProcessExtension> spawn(std::vector<std::string> args, runtime::Timeouts t = {}) {
-    runtime::ProcessSpec spec;
-    spec.id = "fake";
-    spec.command = EXTHOST_FAKE_EXTENSION;
-    spec.args = std::move(args);
-    auto r = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec, t));
-    if (!r || !r->ok()) {
-      ADD_FAILURE() << "spawn failed";
-      return nullptr;
-    }
-    return std::move(*r).value();
+    return exthost::testing::spawn_fake(io, std::move(args), t);
   }
 
   std::shared_ptr<ProcessExtension> start(std::vector<std::string> args, runtime::Timeouts t = {}) {
-    auto ext = spawn(std::move(args), t);
-    if (!ext) return nullptr;
-    auto init = run_bounded(io, ext->initialize(std::nullopt, boost::json::object()));
-    EXPECT_TRUE(init && init->ok()) << (init && !init->ok() ? init->error().message : "");
-    return ext;
+    return exthost::testing::start_fake(io, std::move(args), t);
   }
 
   void stop(const std::shared_ptr<ProcessExtension>& ext) { run_bounded(io, ext->shutdown()); }

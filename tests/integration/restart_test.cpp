@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../support/bounded.hpp"
+#include "../support/fake_extension.hpp"
 #include "../support/proc.hpp"
 #include "runtime/process_extension.hpp"
 #include "wire/json.hpp"
@@ -39,16 +40,7 @@ class RestartTest : public ::testing::Test {
 
   std::shared_ptr<ProcessExtension> start(std::vector<std::string> args, runtime::Timeouts t = {},
                                           runtime::RestartPolicy policy = {}) {
-    runtime::ProcessSpec spec;
-    spec.id = "fake";
-    spec.command = EXTHOST_FAKE_EXTENSION;
-    spec.args = std::move(args);
-    auto r = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec, t, policy));
-    if (!r || !r->ok()) return nullptr;
-    auto ext = std::move(*r).value();
-    auto init = run_bounded(io, ext->initialize(std::nullopt, boost::json::object()));
-    if (!init || !init->ok()) return nullptr;
-    return ext;
+    return exthost::testing::start_fake(io, std::move(args), t, policy);
   }
 
   HookResult hook(ProcessExtension& ext, bool worker = false) {

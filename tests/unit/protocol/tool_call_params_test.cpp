@@ -18,10 +18,10 @@ TEST(ToolCallParams, CarriesCallerSessionIdAndCwd) {
 }
 
 TEST(ToolCallParams, WorkerCallHasNullSessionIdKeyAndItsCwd) {
-  auto p = tool_call_params("echo", boost::json::object(), std::nullopt, std::filesystem::path("/work/dir"), std::nullopt, true);
+  auto p = tool_call_params("echo", boost::json::object(), std::nullopt, std::filesystem::path("/srv/worker-folder"), std::nullopt, true);
   ASSERT_TRUE(obj(p).contains("session_id"));
   EXPECT_TRUE(obj(p).at("session_id").is_null());
-  EXPECT_EQ(obj(p).at("cwd").as_string(), "/work/dir");
+  EXPECT_EQ(obj(p).at("cwd").as_string(), "/srv/worker-folder");
 }
 
 TEST(ToolCallParams, KillSwitchForcesNullSessionIdAndLeavesCwd) {
