@@ -19,8 +19,11 @@ struct Run {
   std::string out;
 };
 
+// Per test process: ctest runs tests in parallel.
+fs::path stderr_file() { return fs::temp_directory_path() / ("exthost-cli-stderr-" + std::to_string(::getpid())); }
+
 Run run(const std::string& args) {
-  const std::string cmd = std::string(EXTHOST_CLI) + " " + args + " 2>" + (fs::temp_directory_path() / "exthost-cli-stderr").string();
+  const std::string cmd = std::string(EXTHOST_CLI) + " " + args + " 2>" + stderr_file().string();
   Run r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -32,7 +35,7 @@ Run run(const std::string& args) {
 }
 
 std::string last_stderr() {
-  std::ifstream f(fs::temp_directory_path() / "exthost-cli-stderr");
+  std::ifstream f(stderr_file());
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
@@ -42,7 +45,10 @@ class Cli : public ::testing::Test {
     dir = fs::temp_directory_path() / ("exthost-cli-" + std::to_string(::getpid())) / "fake-plugin";
     fs::create_directories(dir / ".synaps-plugin");
   }
-  void TearDown() override { fs::remove_all(dir.parent_path()); }
+  void TearDown() override {
+    fs::remove_all(dir.parent_path());
+    fs::remove(stderr_file());
+  }
   void manifest(const std::string& mode) {
     std::ofstream(dir / ".synaps-plugin/plugin.json")
         << R"({"name":"fake","extension":{"protocol_version":1,"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION
