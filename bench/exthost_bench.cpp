@@ -13,7 +13,7 @@
 // - flood_mb_per_s: bench.flood's command.output notifications through the reader, the
 //   bounded subscriber queue and a consumer.
 // - flood_peak_rss_growth_kib (exthost's own figure): how much the host's peak resident
-//   memory grew during that flood.
+//   memory grew from before the warm-up flood to after the measured one.
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -195,8 +195,8 @@ asio::awaitable<int> bench(Options o) {
   double mb_per_s = 0;
   long flood_rss_growth_kib = 0;
   if (o.flood > 0) {
-    co_await flood(*ext, std::max(1L, o.flood / 10), o.size);  // warm-up
     const long peak_before = peak_rss_kib();
+    co_await flood(*ext, std::max(1L, o.flood / 10), o.size);  // warm-up
     mb_per_s = co_await flood(*ext, o.flood, o.size);
     flood_rss_growth_kib = peak_rss_kib() - peak_before;
   }
