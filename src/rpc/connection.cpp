@@ -1,6 +1,9 @@
 #include "rpc/connection.hpp"
 
 #include <array>
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
 #include <boost/json/object.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -48,6 +51,9 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Inbox> inbox, std:
   std::shared_ptr<Connection> c(new Connection(inbox, std::move(child), std::move(lifecycle)));
   // Reset before the reader starts: a very fast EOF must never be erased (SPEC §1.1).
   inbox->reopen();
+  // Non-blocking stdin: write() may try a frame in place and never stalls the I/O thread.
+  const int stdin_fd = c->m_child->stdin_pipe().native_handle();
+  ::fcntl(stdin_fd, F_SETFL, ::fcntl(stdin_fd, F_GETFL) | O_NONBLOCK);
   c->m_reader_running = true;
   asio::co_spawn(inbox->executor(), read_loop(c), asio::bind_cancellation_slot(c->m_reader_cancel.slot(), asio::detached));
   inbox->set_current_connection(c);
@@ -180,6 +186,23 @@ asio::awaitable<Result<void>> Connection::write(std::string frame) {
   auto self = shared_from_this();  // the caller's State may be torn down while we wait
   if (m_write_failure) co_return Error::extension("Write error: " + io_error_text(*m_write_failure));
   if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE));
+  if (!m_writing && m_write_queue.empty()) {
+    // Nothing queued: try the whole frame in place, which is the common case of a small
+    // request to a child that reads. What does not fit is queued first, so the frame stays
+    // whole and ahead of every later one.
+    const ssize_t n = ::write(m_child->stdin_pipe().native_handle(), frame.data(), frame.size());
+    if (n == static_cast<ssize_t>(frame.size())) {
+      auto& counters = m_inbox->counters();
+      counters.frames_out.fetch_add(1, std::memory_order_relaxed);
+      counters.bytes_out.fetch_add(frame.size(), std::memory_order_relaxed);
+      co_return Result<void>();
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      m_write_failure = boost::system::error_code(errno, boost::system::system_category());
+      co_return Error::extension("Write error: " + io_error_text(*m_write_failure));
+    }
+    if (n > 0) frame.erase(0, static_cast<std::size_t>(n));
+  }
   auto ticket = std::make_shared<WriteTicket>(m_inbox->executor());
   m_write_queue.push_back(QueuedFrame{std::move(frame), ticket});
   if (!m_writing) {

@@ -60,6 +60,26 @@ TEST_F(ProcessExtensionTest, RoundTripsAToolCall) {
   EXPECT_EQ(ext->lifecycle_snapshot()->health, Health::failed);
 }
 
+TEST_F(ProcessExtensionTest, AFrameLargerThanThePipeIsWrittenWholeAndInOrder) {
+  auto ext = start({"echo"});
+  ASSERT_TRUE(ext);
+  // 1 MiB: far past the pipe's buffer, so the writer must finish it across many writes while
+  // a second, small call waits behind it.
+  boost::json::object big;
+  big["text"] = std::string(1 << 20, 'b');
+  auto first = asio::co_spawn(io, ext->call_tool_for("echo", big, std::nullopt, std::nullopt), asio::use_future);
+  auto second = asio::co_spawn(io, ext->call_tool_for("echo", boost::json::parse("[2]"), std::nullopt, std::nullopt),
+                               asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] { return second.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
+                        std::chrono::seconds(30)));
+  auto a = first.get();
+  auto b = second.get();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.value().as_object().at("content").as_object().at("text").as_string().size(), 1u << 20);
+  EXPECT_EQ(wire::to_json(b.value()), R"({"content":[2]})");
+  stop(ext);
+}
+
 TEST_F(ProcessExtensionTest, InterleavedNotificationsReachASubscriberInOrder) {
   auto ext = start({"notify", "40"});
   ASSERT_TRUE(ext);
