@@ -28,6 +28,12 @@ struct HostOptions {
   std::chrono::milliseconds tool_call_timeout{120'000};
   // initialize's deadline, at load and at restart (10 s).
   std::chrono::milliseconds initialize_timeout{10'000};
+  // command.invoke's deadline (120 s).
+  std::chrono::milliseconds command_invoke_timeout{120'000};
+  // provider.complete's and provider.stream's deadline (60 s).
+  std::chrono::milliseconds provider_timeout{60'000};
+  // info.get, settings.editor.* and sidecar.spawn_args (5 s).
+  std::chrono::milliseconds quick_timeout{5'000};
   // Any other method's deadline (30 s).
   std::chrono::milliseconds other_timeout{30'000};
   // The stop ladder: the shutdown request's deadline, then the grace after SIGTERM.

@@ -42,6 +42,10 @@ struct Host::Impl {
     t.tool_call = options.tool_call_timeout;
     t.initialize = options.initialize_timeout;
     t.other = options.other_timeout;
+    t.command_invoke = options.command_invoke_timeout;
+    t.provider_complete = options.provider_timeout;
+    t.provider_stream = options.provider_timeout;
+    t.quick = options.quick_timeout;
     t.shutdown_request = options.shutdown_request_timeout;
     t.shutdown_grace = options.shutdown_grace;
     return t;

@@ -49,10 +49,11 @@ class Cli : public ::testing::Test {
     fs::remove_all(dir.parent_path());
     fs::remove(stderr_file());
   }
-  void manifest(const std::string& mode) {
+  void manifest(const std::string& mode, const std::string& arg = "") {
     std::ofstream(dir / ".synaps-plugin/plugin.json")
         << R"({"name":"fake","extension":{"protocol_version":1,"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION
-        << R"(","args":[")" << mode << R"("],"permissions":["tools.register"]}})";
+        << R"(","args":[")" << mode << (arg.empty() ? "" : R"(",")" + arg)
+        << R"("],"permissions":["tools.register","providers.register"]}})";
   }
   fs::path dir;
 };
@@ -106,6 +107,41 @@ TEST_F(Cli, TheChildAndItsDescendantsAreGoneWhenTheCommandReturns) {
   const pid_t grandchild = std::atoi(r.out.c_str() + at + 6);
   for (int i = 0; i < 300 && exthost::testing::alive(grandchild); ++i) ::usleep(10'000);
   EXPECT_FALSE(exthost::testing::alive(grandchild));
+}
+
+TEST_F(Cli, InvokeRendersTextTablesTasksAndErrorsInOrder) {
+  manifest("commands");
+  auto r = run("invoke " + dir.string() + " small");
+  ASSERT_EQ(r.exit_code, 0) << last_stderr();
+  EXPECT_EQ(r.out,
+            "hello\nworking\n[task t1] Fetching (download)\n[task t1] 1/2\n[task t1] fetched shard 1\n[task t1] done\n"
+            "name  size\na     1\nb     22\nerror: one minor problem\n");
+}
+
+TEST_F(Cli, InvokeJsonLinesEndWithTheNoticeAndTheResult) {
+  manifest("commands");
+  auto r = run("invoke " + dir.string() + " flood 5 65536 --json");
+  ASSERT_EQ(r.exit_code, 0) << last_stderr();
+  EXPECT_NE(r.out.find(R"({"notice":"command output limited by invocation budget: produced 327680 bytes in 6 events;)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{\"result\":{\"status\":\"ok\",\"emitted\":5,\"payload_bytes\":327680}}\n"), std::string::npos);
+  auto unknown = run("invoke " + dir.string() + " nope");
+  EXPECT_EQ(unknown.exit_code, 4);
+  EXPECT_NE(last_stderr().find("Extension error: unknown command"), std::string::npos);
+}
+
+TEST_F(Cli, CompleteStreamsDeltasAndInfoPrintsTheAnswer) {
+  manifest("provider", "5");
+  auto streamed = run("complete " + dir.string() + R"( '{"messages":[]}' --stream)");
+  ASSERT_EQ(streamed.exit_code, 0) << last_stderr();
+  EXPECT_EQ(streamed.out, "0,1,2,3,4,\n");
+  auto json = run("complete " + dir.string() + R"( '{"messages":[]}' --json)");
+  ASSERT_EQ(json.exit_code, 0);
+  EXPECT_EQ(json.out.rfind(R"({"result":{"content":[{"type":"tool_use")", 0), 0u) << json.out;
+  manifest("commands");
+  auto info = run("info " + dir.string() + " --json");
+  ASSERT_EQ(info.exit_code, 0);
+  EXPECT_EQ(info.out.rfind(R"({"info":{"build":{"backend":"cpu")", 0), 0u) << info.out;
 }
 
 }  // namespace

@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "exit_codes.hpp"
 #include "exthost/host.hpp"
 #include "exthost/version.hpp"
 #include "json_text.hpp"
+#include "render.hpp"
 
 namespace {
 
@@ -50,8 +52,80 @@ HostOptions options_with_timeout(double timeout_seconds) {
     opts.tool_call_timeout = ms;
     opts.initialize_timeout = ms;
     opts.other_timeout = ms;
+    opts.command_invoke_timeout = ms;
+    opts.provider_timeout = ms;
+    opts.quick_timeout = ms;
   }
   return opts;
+}
+
+// Loads the plugin, runs `op` on it, unloads it; errors exit with their code.
+template <class Op>
+int with_plugin(const std::string& dir, double timeout, Op op) {
+  Host host(options_with_timeout(timeout));
+  auto info = host.load(dir);
+  if (!info) return fail(info.error());
+  const int rc = op(host, *info);
+  auto stopped = host.unload(info->id);
+  if (rc == k_exit_ok && !stopped) return fail(stopped.error());
+  return rc;
+}
+
+int run_invoke(const std::string& dir, const std::string& command, const std::vector<std::string>& args, bool json,
+               double timeout) {
+  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
+    auto out = host.invoke_command(info.id, command, args);
+    if (!out) return fail(out.error());
+    if (json) {  // JSON lines: every event, the notice if any, then the result
+      for (const auto& e : out->events_json) std::printf("{\"event\":%s}\n", e.c_str());
+      if (out->limit_notice) {
+        std::printf("{\"notice\":%s,\"error\":%s}\n", json_string(*out->limit_notice).c_str(),
+                    out->limit_notice_is_error ? "true" : "false");
+      }
+      std::printf("{\"result\":%s}\n", out->result_json.c_str());
+      return static_cast<int>(k_exit_ok);
+    }
+    for (const auto& e : out->events_json) std::fputs(render_event(e).c_str(), stdout);
+    if (out->limit_notice) std::fprintf(out->limit_notice_is_error ? stderr : stdout, "%s\n", out->limit_notice->c_str());
+    return static_cast<int>(k_exit_ok);
+  });
+}
+
+int run_complete(const std::string& dir, const std::string& params, bool stream, bool json, double timeout) {
+  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
+    Result<std::string> result = Error::internal("not run");
+    if (stream) {
+      result = host.stream(info.id, params, [json](const std::string& event) {
+        if (json) {
+          std::printf("{\"event\":%s}\n", event.c_str());
+        } else {
+          const auto e = boost::json::parse(event).as_object();
+          if (e.at("type") == "text") std::fputs(std::string(e.at("text").as_string()).c_str(), stdout);
+        }
+        std::fflush(stdout);  // deltas are shown as they arrive
+      });
+    } else {
+      result = host.complete(info.id, params);
+    }
+    if (!result) return fail(result.error());
+    if (json) {
+      std::printf("{\"result\":%s}\n", result->c_str());
+    } else if (stream) {
+      std::printf("\n");
+    } else {
+      std::printf("%s\n", provider_text(*result).c_str());
+    }
+    return static_cast<int>(k_exit_ok);
+  });
+}
+
+int run_info(const std::string& dir, bool json, double timeout) {
+  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
+    auto r = host.info(info.id);
+    if (!r) return fail(r.error());
+    std::printf(json ? "{\"info\":%s}\n" : "%s\n", r->c_str());
+    return static_cast<int>(k_exit_ok);
+  });
 }
 
 int run_check(const std::string& dir, bool json, double timeout) {
@@ -108,6 +182,28 @@ int main(int argc, char** argv) {
   call->add_flag("--json", json, "Print {\"result\": <the extension's result>} on stdout");
   call->add_option("--timeout", timeout, "Deadline in seconds for the call (default 120)");
 
+  std::string command, params;
+  std::vector<std::string> command_args;
+  bool stream = false;
+  auto* invoke = app.add_subcommand("invoke", "Run a plugin's slash command and print its output.");
+  invoke->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
+  invoke->add_option("COMMAND", command, "Command name")->required();
+  invoke->add_option("ARGS", command_args, "Command arguments");
+  invoke->add_flag("--json", json, "Print JSON lines: {\"event\"} for each event, {\"notice\"}, then {\"result\"}");
+  invoke->add_option("--timeout", timeout, "Deadline in seconds (default 120)");
+
+  auto* complete = app.add_subcommand("complete", "Ask a plugin's model provider for one turn and print it.");
+  complete->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
+  complete->add_option("PARAMS_JSON", params, "provider.complete params as JSON")->required();
+  complete->add_flag("--stream", stream, "Use provider.stream and print text deltas as they arrive");
+  complete->add_flag("--json", json, "Print {\"result\"} (with --stream: an {\"event\"} line per event first)");
+  complete->add_option("--timeout", timeout, "Deadline in seconds (default 60)");
+
+  auto* info_cmd = app.add_subcommand("info", "Print what a plugin's info.get answers.");
+  info_cmd->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
+  info_cmd->add_flag("--json", json, "Print {\"info\": <answer>}");
+  info_cmd->add_option("--timeout", timeout, "Deadline in seconds (default 5)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -123,6 +219,9 @@ int main(int argc, char** argv) {
   try {
     if (check->parsed()) return run_check(dir, json, timeout);
     if (call->parsed()) return run_call(dir, tool, input, json, timeout);
+    if (invoke->parsed()) return run_invoke(dir, command, command_args, json, timeout);
+    if (complete->parsed()) return run_complete(dir, params, stream, json, timeout);
+    if (info_cmd->parsed()) return run_info(dir, json, timeout);
   } catch (const std::exception& e) {
     std::cerr << "exthost: internal error: " << e.what() << "\n";
     return k_exit_internal;
