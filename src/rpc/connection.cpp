@@ -144,6 +144,7 @@ asio::awaitable<bool> Connection::dispatch(boost::json::value frame) {
   }
   if (auto* req = std::get_if<wire::InboundRequest>(&message)) {
     counters.inbound_requests.fetch_add(1, std::memory_order_relaxed);
+    if (!co_await m_inbox->acquire_inbound_slot()) co_return false;  // cancelled: the reader stops
     asio::co_spawn(m_inbox->executor(),
                    serve_inbound(m_inbox, std::move(req->id), std::move(req->method), std::move(req->params)),
                    asio::detached);
@@ -157,6 +158,10 @@ asio::awaitable<bool> Connection::dispatch(boost::json::value frame) {
 
 asio::awaitable<void> Connection::serve_inbound(std::shared_ptr<Inbox> inbox, boost::json::value id,
                                                 std::string method, boost::json::value params) {
+  struct SlotGuard {  // the admission slot frees whatever way this ends
+    Inbox& inbox;
+    ~SlotGuard() { inbox.release_inbound_slot(); }
+  } slot{*inbox};
   InboundReply reply;
   if (auto handler = inbox->inbound_handler()) {
     try {

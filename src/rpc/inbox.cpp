@@ -4,6 +4,8 @@
 
 #include "util/log.hpp"
 
+#include <boost/asio/this_coro.hpp>
+
 namespace exthost::rpc {
 
 Subscription& Subscription::operator=(Subscription&& o) noexcept {
@@ -116,6 +118,23 @@ void Inbox::unsubscribe(std::uint64_t id) {
 void Inbox::drop_subscribers() {
   for (auto& [id, queue] : m_subscribers) queue->close();
   m_subscribers.clear();
+}
+
+boost::asio::awaitable<bool> Inbox::acquire_inbound_slot() {
+  while (m_inbound_in_flight >= k_max_inbound_in_flight) {
+    co_await m_inbound_slot_freed.wait();
+    auto cs = co_await boost::asio::this_coro::cancellation_state;
+    if (cs.cancelled() != boost::asio::cancellation_type::none) co_return false;
+  }
+  ++m_inbound_in_flight;
+  auto& peak = m_counters.inbound_in_flight_peak;
+  if (m_inbound_in_flight > peak.load(std::memory_order_relaxed)) peak.store(m_inbound_in_flight, std::memory_order_relaxed);
+  co_return true;
+}
+
+void Inbox::release_inbound_slot() {
+  --m_inbound_in_flight;
+  m_inbound_slot_freed.notify();
 }
 
 boost::asio::awaitable<bool> Inbox::fan_out(NotificationFrame frame) {

@@ -33,6 +33,10 @@ namespace exthost::rpc {
 
 class Connection;
 
+// Inbound requests served at once per extension. Each holds a task and its reply; past
+// this many the reader waits (so the child's pipe fills) instead of spawning without bound.
+inline constexpr std::size_t k_max_inbound_in_flight = 16;
+
 // The answer to an inbound request: a result, or a JSON-RPC error code and message.
 struct InboundReply {
   std::optional<boost::json::value> result;
@@ -63,6 +67,7 @@ struct TrafficCounters {
   std::atomic<std::uint64_t> late_replies{0};           // replies to unknown or abandoned ids
   std::atomic<std::uint64_t> discarded_frames{0};       // frames that fit no message kind
   std::atomic<std::uint64_t> inbound_requests{0};
+  std::atomic<std::uint64_t> inbound_in_flight_peak{0};  // most inbound requests served at once
   std::atomic<std::uint64_t> cancel_notifications{0};   // $/cancelRequest sent
 };
 
@@ -154,6 +159,10 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   void set_inbound_handler(std::shared_ptr<InboundHandler> handler) { m_inbound = std::move(handler); }
   std::shared_ptr<InboundHandler> inbound_handler() const { return m_inbound; }
   void set_current_connection(std::weak_ptr<Connection> c) { m_current_connection = std::move(c); }
+  // Admission of inbound requests (the reader waits for a slot; a finished one frees it).
+  boost::asio::awaitable<bool> acquire_inbound_slot();
+  void release_inbound_slot();
+  std::size_t inbound_in_flight() const { return m_inbound_in_flight; }
   std::shared_ptr<Connection> current_connection() const { return m_current_connection.lock(); }
 
  private:
@@ -172,6 +181,8 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   std::vector<std::pair<std::uint64_t, std::shared_ptr<NotificationQueue>>> m_subscribers;
 
   bool m_cancellation = false;
+  std::size_t m_inbound_in_flight = 0;
+  Event m_inbound_slot_freed{m_executor};
   std::shared_ptr<InboundHandler> m_inbound;
   std::weak_ptr<Connection> m_current_connection;
 };

@@ -5,6 +5,8 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/json/parse.hpp>
 #include <csignal>
 #include <cstdlib>
@@ -112,6 +114,29 @@ TEST_F(ProcessExtensionTest, InboundRequestsAreAnsweredWithTheirOwnIds) {
   EXPECT_EQ(wire::to_json(r->value()),
             R"({"replies":[{"jsonrpc":"2.0","id":"evt-1000","error":{"code":-32601,"message":"method not found: no.such.method"}},)"
             R"({"jsonrpc":"2.0","id":1001,"error":{"code":-32601,"message":"method not found: no.such.method"}}]})");
+  stop(ext);
+}
+
+// Answers every inbound request after a short wait, as a slow store would.
+class SlowInbound final : public rpc::InboundHandler {
+ public:
+  asio::awaitable<rpc::InboundReply> handle(std::string, boost::json::value) override {
+    asio::steady_timer wait(co_await asio::this_coro::executor, std::chrono::milliseconds(2));
+    co_await wait.async_wait(asio::use_awaitable);
+    co_return rpc::InboundReply::ok(boost::json::object());
+  }
+};
+
+TEST_F(ProcessExtensionTest, AFloodOfInboundRequestsIsServedWithBoundedConcurrency) {
+  auto ext = start({"inbound-flood", "300"});
+  ASSERT_TRUE(ext);
+  ext->set_inbound_handler(std::make_shared<SlowInbound>());
+  auto r = run_bounded(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":{}})")));
+  ASSERT_TRUE(r && r->ok()) << (r && !r->ok() ? r->error().message : "");
+  EXPECT_EQ(wire::to_json(r->value()), R"({"replies":300,"every_id_once":true})");
+  const auto peak = ext->inbox().counters().inbound_in_flight_peak.load();
+  EXPECT_EQ(peak, rpc::k_max_inbound_in_flight) << "never more than the bound at once";
+  EXPECT_EQ(ext->inbox().inbound_in_flight(), 0u);
   stop(ext);
 }
 
