@@ -38,7 +38,7 @@ ProcessExtension::ProcessExtension(asio::any_io_executor ex, ProcessSpec spec, T
       m_inbox(std::make_shared<rpc::Inbox>(ex, m_spec.id)),
       m_call_lock(ex),
       m_initialize_config(boost::json::object()) {
-  if (!m_spec.environment_given && m_spec.environment.empty()) m_spec.environment = process::allowed_environment();
+  if (m_spec.environment.empty()) m_spec.environment = process::allowed_environment();
 }
 
 ProcessExtension::~ProcessExtension() = default;

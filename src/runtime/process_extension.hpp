@@ -43,7 +43,6 @@ struct ProcessSpec {
   std::vector<std::string> args;
   std::optional<std::filesystem::path> cwd;  // the plugin directory
   std::vector<std::string> environment;      // "NAME=value"; the allowlist when empty
-  bool environment_given = false;            // true: use `environment` even if empty
 };
 
 class ProcessExtension final : public ExtensionHandler, public std::enable_shared_from_this<ProcessExtension> {

@@ -8,12 +8,14 @@
 #include "exit_codes.hpp"
 #include "exthost/host.hpp"
 #include "exthost/version.hpp"
-#include "json_text.hpp"
 #include "render.hpp"
 
 namespace {
 
 using namespace exthost;
+
+// `s` as a JSON string literal.
+std::string json_string(std::string_view s) { return boost::json::serialize(boost::json::string_view(s.data(), s.size())); }
 using namespace exthost::cli;
 
 int fail(const Error& e) {
@@ -69,6 +71,26 @@ int with_plugin(const std::string& dir, double timeout, Op op) {
   auto stopped = host.unload(info->id);
   if (rc == k_exit_ok && !stopped) return fail(stopped.error());
   return rc;
+}
+
+int run_check(const std::string& dir, bool json, double timeout) {
+  return with_plugin(dir, timeout, [&](Host&, const ExtensionInfo& info) {
+    if (json) {
+      std::printf("%s\n", info_json(info).c_str());
+    } else {
+      print_info(info);
+    }
+    return static_cast<int>(k_exit_ok);
+  });
+}
+
+int run_call(const std::string& dir, const std::string& tool, const std::string& input, bool json, double timeout) {
+  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
+    auto result = host.call_tool(info.id, tool, input);
+    if (!result) return fail(result.error());
+    std::printf(json ? "{\"result\":%s}\n" : "%s\n", result->c_str());
+    return static_cast<int>(k_exit_ok);
+  });
 }
 
 int run_invoke(const std::string& dir, const std::string& command, const std::vector<std::string>& args, bool json,
@@ -128,34 +150,14 @@ int run_info(const std::string& dir, bool json, double timeout) {
   });
 }
 
-int run_check(const std::string& dir, bool json, double timeout) {
-  Host host(options_with_timeout(timeout));
-  auto info = host.load(dir);
-  if (!info) return fail(info.error());
-  if (json) {
-    std::printf("%s\n", info_json(*info).c_str());
-  } else {
-    print_info(*info);
-  }
-  auto stopped = host.unload(info->id);
-  if (!stopped) return fail(stopped.error());
-  return k_exit_ok;
-}
-
-int run_call(const std::string& dir, const std::string& tool, const std::string& input, bool json, double timeout) {
-  Host host(options_with_timeout(timeout));
-  auto info = host.load(dir);
-  if (!info) return fail(info.error());
-  auto result = host.call_tool(info->id, tool, input);
-  auto stopped = host.unload(info->id);
-  if (!result) return fail(result.error());
-  if (json) {
-    std::printf("{\"result\":%s}\n", result->c_str());
-  } else {
-    std::printf("%s\n", result->c_str());
-  }
-  if (!stopped) return fail(stopped.error());
-  return k_exit_ok;
+// Every verb takes a plugin directory, --json and --timeout.
+CLI::App* verb(CLI::App& app, const char* name, const char* what, std::string& dir, bool& json, const char* json_help,
+               double& timeout, const char* timeout_default) {
+  auto* sub = app.add_subcommand(name, what);
+  sub->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
+  sub->add_flag("--json", json, json_help);
+  sub->add_option("--timeout", timeout, std::string("Deadline in seconds (default ") + timeout_default + ")");
+  return sub;
 }
 
 }  // namespace
@@ -170,39 +172,26 @@ int main(int argc, char** argv) {
   bool json = false;
   double timeout = 0;
 
-  auto* check = app.add_subcommand("check", "Spawn and handshake a plugin's extension, report it, stop it.");
-  check->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
-  check->add_flag("--json", json, "Print one JSON object on stdout");
-  check->add_option("--timeout", timeout, "Deadline in seconds for the handshake (default 10)");
-
-  auto* call = app.add_subcommand("call", "Call one tool of a plugin's extension and print its result.");
-  call->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
-  call->add_option("TOOL", tool, "Tool name, as the extension declares it")->required();
-  call->add_option("INPUT_JSON", input, "Tool input as JSON (default {})");
-  call->add_flag("--json", json, "Print {\"result\": <the extension's result>} on stdout");
-  call->add_option("--timeout", timeout, "Deadline in seconds for the call (default 120)");
-
   std::string command, params;
   std::vector<std::string> command_args;
   bool stream = false;
-  auto* invoke = app.add_subcommand("invoke", "Run a plugin's slash command and print its output.");
-  invoke->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
+
+  auto* check = verb(app, "check", "Spawn and handshake a plugin's extension, report it, stop it.", dir, json,
+                     "Print one JSON object on stdout", timeout, "10, the handshake");
+  auto* call = verb(app, "call", "Call one tool of a plugin's extension and print its result.", dir, json,
+                    "Print {\"result\": <the extension's result>} on stdout", timeout, "120");
+  call->add_option("TOOL", tool, "Tool name, as the extension declares it")->required();
+  call->add_option("INPUT_JSON", input, "Tool input as JSON (default {})");
+  auto* invoke = verb(app, "invoke", "Run a plugin's slash command and print its output.", dir, json,
+                      "Print JSON lines: {\"event\"} for each event, {\"notice\"}, then {\"result\"}", timeout, "120");
   invoke->add_option("COMMAND", command, "Command name")->required();
   invoke->add_option("ARGS", command_args, "Command arguments");
-  invoke->add_flag("--json", json, "Print JSON lines: {\"event\"} for each event, {\"notice\"}, then {\"result\"}");
-  invoke->add_option("--timeout", timeout, "Deadline in seconds (default 120)");
-
-  auto* complete = app.add_subcommand("complete", "Ask a plugin's model provider for one turn and print it.");
-  complete->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
+  auto* complete = verb(app, "complete", "Ask a plugin's model provider for one turn and print it.", dir, json,
+                        "Print {\"result\"} (with --stream: an {\"event\"} line per event first)", timeout, "60");
   complete->add_option("PARAMS_JSON", params, "provider.complete params as JSON")->required();
   complete->add_flag("--stream", stream, "Use provider.stream and print text deltas as they arrive");
-  complete->add_flag("--json", json, "Print {\"result\"} (with --stream: an {\"event\"} line per event first)");
-  complete->add_option("--timeout", timeout, "Deadline in seconds (default 60)");
-
-  auto* info_cmd = app.add_subcommand("info", "Print what a plugin's info.get answers.");
-  info_cmd->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
-  info_cmd->add_flag("--json", json, "Print {\"info\": <answer>}");
-  info_cmd->add_option("--timeout", timeout, "Deadline in seconds (default 5)");
+  auto* info_cmd = verb(app, "info", "Print what a plugin's info.get answers.", dir, json, "Print {\"info\": <answer>}",
+                        timeout, "5");
 
   try {
     app.parse(argc, argv);
