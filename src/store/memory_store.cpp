@@ -1,0 +1,231 @@
+#include "store/memory_store.hpp"
+
+#include <sqlite3.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <algorithm>
+#include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <chrono>
+#include <limits>
+#include <system_error>
+#include <thread>
+
+#include "util/text.hpp"
+
+namespace exthost::store {
+namespace {
+
+Error io_error(sqlite3* db, std::string_view what) {
+  return Error::internal("memory io error: " + std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { m_rc = sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr); }
+  ~Statement() { sqlite3_finalize(m_stmt); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return m_rc == SQLITE_OK; }
+  sqlite3_stmt* get() const { return m_stmt; }
+  void bind_text(int i, std::string_view s) {
+    sqlite3_bind_text(m_stmt, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void bind_int(int i, std::uint64_t v) { sqlite3_bind_int64(m_stmt, i, static_cast<sqlite3_int64>(v)); }
+
+ private:
+  sqlite3_stmt* m_stmt = nullptr;
+  int m_rc = SQLITE_ERROR;
+};
+
+std::string column_text(sqlite3_stmt* s, int i) {
+  const auto* p = sqlite3_column_text(s, i);
+  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(s, i)))
+           : std::string();
+}
+
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string encode_tags(const std::vector<std::string>& tags) {
+  boost::json::array a;
+  for (const auto& t : tags) a.emplace_back(t);
+  return boost::json::serialize(a);
+}
+
+std::vector<std::string> decode_tags(const std::string& text) {
+  std::vector<std::string> tags;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text, ec);
+  if (ec || !v.is_array()) return tags;
+  for (const auto& t : v.as_array()) {
+    if (t.is_string()) tags.emplace_back(t.as_string());
+  }
+  return tags;
+}
+
+// Runs `sql` (no rows wanted), retrying while another process holds the database during
+// its own first-time setup, up to the busy timeout.
+int exec_retrying(sqlite3* db, const char* sql) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(k_busy_timeout_ms);
+  for (;;) {
+    const int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline) return rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+constexpr const char* k_schema =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=FULL;"
+    "CREATE TABLE IF NOT EXISTS memory_records("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  namespace TEXT NOT NULL,"
+    "  timestamp_ms INTEGER NOT NULL,"
+    "  content TEXT NOT NULL,"
+    "  tags TEXT NOT NULL,"
+    "  meta TEXT);"
+    "CREATE INDEX IF NOT EXISTS memory_records_by_time ON memory_records(namespace, timestamp_ms);";
+
+}  // namespace
+
+Result<void> validate_namespace(std::string_view ns) {
+  const bool bad = ns.empty() || ns.size() > k_max_namespace_bytes || ns.find('/') != std::string_view::npos ||
+                   ns.find('\\') != std::string_view::npos || ns.find("..") != std::string_view::npos ||
+                   std::any_of(ns.begin(), ns.end(), [](char c) {
+                     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+                   });
+  if (bad) return Error::usage("invalid namespace: " + util::debug_quote(ns));
+  return {};
+}
+
+std::uint64_t now_ms() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+Result<std::unique_ptr<MemoryStore>> MemoryStore::open(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto dir = path.parent_path();
+  if (!dir.empty()) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Error::internal("memory io error: cannot create " + dir.string() + ": " + ec.message());
+    ::chmod(dir.c_str(), 0700);
+  }
+  // The file is created 0600 whatever the umask (records may hold anything an extension saw;
+  // SQLite gives its -wal and -shm files the same mode), and a symlink in its place is refused.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(errno));
+  ::close(fd);
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    Error e = io_error(db, "cannot open " + path.string());
+    sqlite3_close(db);
+    return e;
+  }
+  ::chmod(path.c_str(), 0600);  // repair a broader mode left by someone else
+  sqlite3_busy_timeout(db, k_busy_timeout_ms);
+  if (exec_retrying(db, k_schema) != SQLITE_OK) {
+    Error e = io_error(db, "cannot prepare " + path.string());
+    sqlite3_close(db);
+    return e;
+  }
+  return std::unique_ptr<MemoryStore>(new MemoryStore(db));
+}
+
+MemoryStore::~MemoryStore() { sqlite3_close(m_db); }
+
+Result<void> MemoryStore::append(const MemoryRecord& record) {
+  if (auto valid = validate_namespace(record.ns); !valid) return valid;
+  if (record.content.size() > k_max_content_bytes) {
+    return Error::usage("content too large: " + std::to_string(record.content.size()) + " bytes (max " +
+                        std::to_string(k_max_content_bytes) + ")");
+  }
+  Statement insert(m_db,
+                   "INSERT INTO memory_records(namespace, timestamp_ms, content, tags, meta) VALUES(?1, ?2, ?3, ?4, ?5)");
+  if (!insert.ok()) return io_error(m_db, "append");
+  insert.bind_text(1, record.ns);
+  insert.bind_int(2, record.timestamp_ms);
+  insert.bind_text(3, record.content);
+  insert.bind_text(4, encode_tags(record.tags));
+  if (record.meta_json) {
+    insert.bind_text(5, *record.meta_json);
+  } else {
+    sqlite3_bind_null(insert.get(), 5);
+  }
+  // One statement is one transaction: it commits durably (WAL, synchronous=FULL) or not at all.
+  if (sqlite3_step(insert.get()) != SQLITE_DONE) return io_error(m_db, "append");
+  return {};
+}
+
+Result<std::vector<MemoryRecord>> MemoryStore::query(const MemoryQuery& q) const {
+  if (auto valid = validate_namespace(q.ns); !valid) return valid.error();
+  std::vector<MemoryRecord> out;
+  const std::uint64_t limit = q.limit.value_or(k_default_query_limit);
+  if (limit == 0) return out;
+  Statement select(m_db,
+                   "SELECT timestamp_ms, content, tags, meta FROM memory_records WHERE namespace = ?1 "
+                   "AND timestamp_ms >= ?2 AND timestamp_ms <= ?3 ORDER BY timestamp_ms DESC, seq ASC");
+  if (!select.ok()) return io_error(m_db, "query");
+  select.bind_text(1, q.ns);
+  select.bind_int(2, q.since_ms.value_or(0));
+  sqlite3_bind_int64(select.get(), 3,
+                     q.until_ms ? static_cast<sqlite3_int64>(*q.until_ms) : std::numeric_limits<sqlite3_int64>::max());
+  const std::string needle = q.content_contains ? lower_ascii(*q.content_contains) : std::string();
+  int rc;
+  while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
+    MemoryRecord r;
+    r.ns = q.ns;
+    r.timestamp_ms = static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 0));
+    r.content = column_text(select.get(), 1);
+    if (q.content_contains && lower_ascii(r.content).find(needle) == std::string::npos) continue;
+    r.tags = decode_tags(column_text(select.get(), 2));
+    if (q.tag_prefix && std::none_of(r.tags.begin(), r.tags.end(), [&](const std::string& t) {
+          return t.compare(0, q.tag_prefix->size(), *q.tag_prefix) == 0;
+        })) {
+      continue;
+    }
+    if (sqlite3_column_type(select.get(), 3) != SQLITE_NULL) r.meta_json = column_text(select.get(), 3);
+    out.push_back(std::move(r));
+    if (out.size() >= limit) break;
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return io_error(m_db, "query");
+  return out;
+}
+
+Result<std::vector<std::string>> MemoryStore::list_namespaces() const {
+  Statement select(m_db, "SELECT DISTINCT namespace FROM memory_records ORDER BY namespace");
+  if (!select.ok()) return io_error(m_db, "list namespaces");
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) out.push_back(column_text(select.get(), 0));
+  if (rc != SQLITE_DONE) return io_error(m_db, "list namespaces");
+  return out;
+}
+
+Result<std::string> MemoryStore::integrity_check() const {
+  Statement check(m_db, "PRAGMA integrity_check");
+  if (!check.ok()) return io_error(m_db, "integrity check");
+  std::string report;
+  while (sqlite3_step(check.get()) == SQLITE_ROW) {
+    if (!report.empty()) report += '\n';
+    report += column_text(check.get(), 0);
+  }
+  return report;
+}
+
+}  // namespace exthost::store
