@@ -65,6 +65,50 @@ Result<std::vector<HookSubscription>> parse_hooks(const boost::json::object& ext
   return out;
 }
 
+Result<std::vector<ConfigEntry>> parse_config_entries(const boost::json::object& ext) {
+  std::vector<ConfigEntry> out;
+  const auto* v = ext.if_contains("config");
+  if (v == nullptr || v->is_null()) return out;
+  const auto* arr = v->if_array();
+  if (arr == nullptr) return parse_error("invalid type for `config`, expected a sequence");
+  auto optional_string = [](const boost::json::object& o, std::string_view key,
+                            std::optional<std::string>& out_value) -> Result<void> {
+    const auto* f = o.if_contains(key);
+    if (f == nullptr || f->is_null()) return {};
+    if (!f->is_string()) return parse_error("invalid type for `" + std::string(key) + "`, expected a string");
+    out_value = std::string(f->get_string());
+    return {};
+  };
+  for (const auto& item : *arr) {
+    const auto* o = item.if_object();
+    if (o == nullptr) return parse_error("invalid type in `config`, expected struct ExtensionConfigEntry");
+    ConfigEntry e;
+    const auto* key = o->if_contains("key");
+    if (key == nullptr) return parse_error("missing field `key`");
+    if (!key->is_string()) return parse_error("invalid type for `key`, expected a string");
+    e.key = std::string(key->get_string());
+    if (auto r = optional_string(*o, "type", e.type); !r) return std::move(r).error();
+    if (e.type && *e.type != "string" && *e.type != "bool" && *e.type != "number") {
+      return parse_error("unknown variant `" + *e.type + "`, expected one of `string`, `bool`, `number`");
+    }
+    if (auto r = optional_string(*o, "description", e.description); !r) return std::move(r).error();
+    if (const auto* req = o->if_contains("required"); req != nullptr && !req->is_null()) {
+      if (!req->is_bool()) return parse_error("invalid type for `required`, expected a boolean");
+      e.required = req->get_bool();
+    }
+    if (const auto* d = o->if_contains("default"); d != nullptr && !d->is_null()) e.default_value = *d;
+    if (auto r = optional_string(*o, "secret_env", e.secret_env); !r) return std::move(r).error();
+    std::optional<std::string> host_context;
+    if (auto r = optional_string(*o, "host_context", host_context); !r) return std::move(r).error();
+    if (host_context && *host_context != "project_root") {
+      return parse_error("unknown variant `" + *host_context + "`, expected `project_root`");
+    }
+    e.from_project_root = host_context.has_value();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 bool valid_token_name(std::string_view t) {
   if (util::trim(t).empty()) return false;
   for (char c : t) {
@@ -131,6 +175,19 @@ Result<std::optional<Manifest>> read_manifest(const fs::path& plugin_dir) {
   auto perms = string_list(*ext, "permissions");
   if (!perms) return std::move(perms).error();
   m.permissions = std::move(perms).value();
+
+  auto config = parse_config_entries(*ext);
+  if (!config) return std::move(config).error();
+  m.config = std::move(config).value();
+  if (const auto* setup = ext->if_contains("setup"); setup != nullptr && setup->is_string()) {
+    m.setup = std::string(setup->get_string());
+  } else if (const auto* provides = root->if_contains("provides"); provides != nullptr && provides->is_object()) {
+    const auto* sidecar = provides->get_object().if_contains("sidecar");
+    if (sidecar != nullptr && sidecar->is_object()) {
+      const auto* s = sidecar->get_object().if_contains("setup");
+      if (s != nullptr && s->is_string()) m.setup = std::string(s->get_string());
+    }
+  }
 
   std::vector<std::string> kinds_as_written;
   auto hooks = parse_hooks(*ext, kinds_as_written);

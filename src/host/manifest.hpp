@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exthost/result.hpp"
+#include "host/config_resolution.hpp"
 #include "host/permission.hpp"
 #include "protocol/hook.hpp"
 
@@ -38,6 +39,8 @@ struct Manifest {
   PermissionSet granted;                  // validated
   std::vector<HookSubscription> hooks;    // validated against `granted`
   std::vector<std::pair<std::string, std::string>> theme_tokens;  // validated colours
+  std::vector<ConfigEntry> config;        // declared entries; keys are checked at resolution
+  std::optional<std::string> setup;       // extension.setup, else provides.sidecar.setup
   boost::json::value extension;    // the whole block, for the parts later layers read
 };
 

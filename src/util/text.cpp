@@ -122,3 +122,10 @@ std::string os_error_text(int err) {
 }
 
 }  // namespace exthost::util
+
+namespace exthost::util {
+bool is_truthy(std::string_view s) {
+  const auto t = trim(s);
+  return iequals_ascii(t, "1") || iequals_ascii(t, "true") || iequals_ascii(t, "yes") || iequals_ascii(t, "on");
+}
+}  // namespace exthost::util

@@ -30,3 +30,9 @@ std::string debug_quote(std::string_view s);
 std::string os_error_text(int err);
 
 }  // namespace exthost::util
+
+namespace exthost::util {
+// The reference's switch values: "1", "true", "yes", "on" (trimmed, any case) are on;
+// anything else, the empty string included, is off.
+bool is_truthy(std::string_view s);
+}  // namespace exthost::util
