@@ -215,13 +215,44 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call(std::string m
   asio::steady_timer deadline(m_executor, limit);
   auto raced = co_await (call_inner(method, std::move(params)) || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
+    m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
     co_return Error::timeout("Extension '" + m_spec.id + "' method '" + method + "' timed out after " +
                              duration_text(limit));
   }
   co_return std::get<0>(std::move(raced));
 }
 
+namespace {
+// Counts how a request ended; a coroutine destroyed before it ends was abandoned.
+struct OutcomeGuard {
+  CallOutcomes& outcomes;
+  bool done = false;
+  ~OutcomeGuard() {
+    if (!done) outcomes.abandoned.fetch_add(1, std::memory_order_relaxed);
+  }
+  const Result<boost::json::value>& record(const Result<boost::json::value>& r) {
+    done = true;
+    if (r) {
+      outcomes.ok.fetch_add(1, std::memory_order_relaxed);
+    } else if (wire::is_application_error(r.error().message)) {
+      outcomes.application_error.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      outcomes.transport_error.fetch_add(1, std::memory_order_relaxed);
+    }
+    return r;
+  }
+};
+}  // namespace
+
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner(std::string method, boost::json::value params) {
+  OutcomeGuard outcome{m_outcomes};
+  auto result = co_await call_inner_unobserved(std::move(method), std::move(params));
+  outcome.record(result);
+  co_return result;
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobserved(std::string method,
+                                                                                    boost::json::value params) {
   auto guard = co_await m_call_lock.lock();
   const std::uint64_t id = next_id();
   if (!m_state) {
@@ -386,7 +417,10 @@ asio::awaitable<Result<protocol::ProviderCompleteResult>> ProcessExtension::prov
   auto raced = co_await ((call_then_unsubscribe("provider.stream", std::move(params), subscription) &&
                           forward_stream(subscription, sink)) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (raced.index() == 1) co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out");
+  if (raced.index() == 1) {
+    m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
+    co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out");
+  }
   auto reply = std::get<0>(std::move(raced));
   if (!reply) {
     if (reply.error().kind == ErrorKind::timeout) {
@@ -431,7 +465,10 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::invoke_command(std
   auto raced = co_await ((call_then_unsubscribe("command.invoke", std::move(params), subscription) &&
                           forward_invoke(subscription, request_id, channel)) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (raced.index() == 1) co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out");
+  if (raced.index() == 1) {
+    m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
+    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out");
+  }
   auto both = std::get<0>(std::move(raced));
   auto& reply = std::get<0>(both);
   if (!reply && reply.error().kind == ErrorKind::timeout) {

@@ -45,6 +45,15 @@ struct ProcessSpec {
   std::vector<std::string> environment;      // "NAME=value"; the allowlist when empty
 };
 
+// Requests by how they ended (SPEC A11). Read from any thread.
+struct CallOutcomes {
+  std::atomic<std::uint64_t> ok{0};
+  std::atomic<std::uint64_t> application_error{0};  // the extension answered with an error
+  std::atomic<std::uint64_t> transport_error{0};    // no answer: the child or its pipes failed
+  std::atomic<std::uint64_t> timeout{0};            // the method's deadline passed
+  std::atomic<std::uint64_t> abandoned{0};          // ended without an answer: timeouts and cancellations
+};
+
 class ProcessExtension final : public ExtensionHandler, public std::enable_shared_from_this<ProcessExtension> {
  public:
   // Spawns the child (no handshake yet). Error: "Failed to spawn extension '<id>': …".
@@ -110,6 +119,7 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   std::size_t restart_count() const override { return m_total_restarts.load(); }
 
   // Inspection, for the host and for tests.
+  const CallOutcomes& outcomes() const { return m_outcomes; }
   rpc::Inbox& inbox() { return *m_inbox; }
   std::shared_ptr<process::Child> child() const { return m_state ? m_state->child : nullptr; }
   // The current child's connection (null when none): for pipelined traffic that bypasses
@@ -142,6 +152,7 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   boost::asio::awaitable<Result<boost::json::value>> call_once_locked(State& state, std::string_view method,
                                                                       const boost::json::value& params, std::uint64_t id);
   boost::asio::awaitable<Result<boost::json::value>> call_inner(std::string method, boost::json::value params);
+  boost::asio::awaitable<Result<boost::json::value>> call_inner_unobserved(std::string method, boost::json::value params);
   boost::asio::awaitable<Result<boost::json::value>> leased_call(boost::json::value params);
   // call(), with a deadline error in the reference's words for that method
   // ("Extension '<id>' info.get timed out").
@@ -167,6 +178,7 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   std::uint64_t m_next_id = 1;
   std::atomic<std::size_t> m_restart_count{0};   // consecutive: the exhaustion budget
   std::atomic<std::size_t> m_total_restarts{0};  // lifetime: never reset
+  CallOutcomes m_outcomes;
   std::atomic<bool> m_stopped{false};            // set by shutdown(), never cleared
   std::atomic<bool> m_has_state{false};          // mirrors m_state for health() off-thread
   std::atomic<std::size_t> m_spawns{0};
