@@ -35,11 +35,18 @@ bool allows(HookKind kind, const HookResult& r) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// The answer boxed: Asio's `||` flattens a std::variant operand into its own variant, which
+// would make a HookResult's alternative index indistinguishable from the timer's.
+asio::awaitable<std::optional<HookResult>> answer_of(std::shared_ptr<runtime::ExtensionHandler> handler,
+                                                     protocol::HookEvent event) {
+  co_return co_await handler->handle(event);
+}
+
 // One handler's answer under the bus deadline; nullopt when it did not answer in time.
 asio::awaitable<std::optional<HookResult>> ask(std::shared_ptr<runtime::ExtensionHandler> handler,
                                                protocol::HookEvent event, std::chrono::milliseconds timeout) {
   asio::steady_timer deadline(co_await asio::this_coro::executor, timeout);
-  auto raced = co_await (handler->handle(event) || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  auto raced = co_await (answer_of(handler, std::move(event)) || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) co_return std::nullopt;
   co_return std::get<0>(std::move(raced));
 }
