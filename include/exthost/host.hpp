@@ -23,7 +23,23 @@
 
 namespace exthost {
 
+// Reads one environment variable (nullopt when unset). The host reads configuration
+// overrides, secrets and switches through it; the default reads the process environment.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
 struct HostOptions {
+  // The exthost home: installed plugins, the host config file, the memory database.
+  // Empty: $EXTHOST_HOME, else $XDG_DATA_HOME/exthost, else ~/.local/share/exthost.
+  std::filesystem::path home;
+  // The project whose <project>/.exthost/plugins discovery also searches, and the value of
+  // config entries declared `host_context: "project_root"`. Empty: none.
+  std::filesystem::path project_dir;
+  // Where configuration overrides and secrets are read; unset: the process environment.
+  EnvLookup env;
+  // Whether a before_tool_call hook's "confirm" lets the call go ahead. The host has no
+  // interactive prompt, so by default a confirmation blocks (fails closed).
+  bool auto_approve_confirmations = false;
+
   // tool.call's deadline (SPEC A2: 120 s).
   std::chrono::milliseconds tool_call_timeout{120'000};
   // initialize's deadline, at load and at restart (10 s).
@@ -42,7 +58,9 @@ struct HostOptions {
 };
 
 struct ToolInfo {
-  std::string name;
+  std::string name;          // as the extension declared it
+  std::string runtime_name;  // "plugin:tool"
+  std::string api_name;      // safe for model APIs: [A-Za-z0-9_-], unique, at most 128
   std::string description;
   std::string input_schema_json;  // compact JSON text
 };
@@ -66,6 +84,11 @@ struct CapabilityInfo {
   std::string name;
 };
 
+struct HookInfo {
+  std::string kind;                 // "before_tool_call", …
+  std::optional<std::string> tool;  // the tool filter, if any
+};
+
 struct ExtensionInfo {
   std::string id;  // the plugin directory's name
   Health health = Health::failed;
@@ -73,8 +96,54 @@ struct ExtensionInfo {
   std::vector<ToolInfo> tools;
   std::vector<ProviderInfo> providers;
   std::vector<CapabilityInfo> capabilities;
+  std::vector<HookInfo> hooks;
+  std::size_t restart_count = 0;  // lifetime restarts of the child
+  std::filesystem::path plugin_dir;
   std::optional<std::string> plugin_info_json;  // the info.get answer, when it gave one
   double init_ms = 0;  // spawn to the initialize answer
+};
+
+// The counters of one extension (SPEC A11), read without waiting for it.
+struct ExtensionStats {
+  std::uint64_t frames_in = 0, bytes_in = 0, frames_out = 0, bytes_out = 0;
+  std::uint64_t notifications_delivered = 0, notifications_dropped = 0;
+  std::uint64_t late_replies = 0, discarded_frames = 0, cancel_notifications = 0;
+  std::uint64_t inbound_requests = 0, inbound_in_flight_peak = 0;
+  std::uint64_t calls_ok = 0, calls_application_error = 0, calls_transport_error = 0, calls_timeout = 0,
+                calls_cancelled = 0;
+  std::uint64_t restarts = 0;
+  std::uint64_t generation = 0;
+  Health health = Health::failed;
+  std::string stderr_tail;
+};
+
+// One plugin discovery could not load, with what to do about it.
+struct LoadFailure {
+  std::string plugin;
+  std::optional<std::filesystem::path> manifest_path;
+  std::string reason;
+  std::string hint;
+  // "<reason> (manifest: <path>; hint: <hint>)", or without the manifest part.
+  std::string concise_message() const;
+};
+
+// Discovery's progress, in order: started, then loaded or failed per plugin, then finished.
+struct DiscoveryEvent {
+  enum class Kind { started, loaded, failed, finished } kind = Kind::started;
+  std::string plugin;                  // loaded, failed
+  std::optional<LoadFailure> failure;  // failed
+  std::size_t loaded = 0, failed = 0;  // running totals
+};
+
+struct DiscoveryReport {
+  std::vector<std::string> loaded;
+  std::vector<LoadFailure> failed;
+};
+
+// Where a tool call comes from: its conversation (none for a worker) and folder.
+struct ToolCallContext {
+  std::optional<std::string> session_id;
+  std::optional<std::filesystem::path> cwd;
 };
 
 // Exact accounting of a command's output (see docs/protocol.md, "command.invoke").
@@ -117,9 +186,30 @@ class Host {
   // failure after the spawn stops the child before returning.
   Result<ExtensionInfo> load(const std::filesystem::path& plugin_dir);
 
-  // Calls tool `tool` of extension `id` with `input_json` (a JSON text; "{}" when empty).
-  // Returns the extension's JSON-RPC result, verbatim, as compact JSON text.
-  Result<std::string> call_tool(const std::string& id, const std::string& tool, const std::string& input_json);
+  // Loads every plugin under <home>/plugins/ and <project>/.exthost/plugins/ (a project
+  // plugin replaces a home plugin of the same name), in name order, reporting progress.
+  // Plugins listed in the home config's `disabled_plugins` are skipped, and so are project
+  // plugins when EXTHOST_DISABLE_PROJECT_PLUGINS is on. Runs once: later calls replay the
+  // first report until shutdown_all().
+  DiscoveryReport discover(std::function<void(const DiscoveryEvent&)> progress = {});
+
+  // Unloads `id` and loads it again from the same directory (a failed load leaves it unloaded).
+  Result<ExtensionInfo> reload(const std::string& id);
+
+  // Calls tool `tool` of extension `id` with `input_json` (a JSON text; "{}" when empty),
+  // through the before_tool_call and after_tool_call hooks of every loaded extension.
+  // Returns the tool's result (or a hook's replacement) as compact JSON text.
+  Result<std::string> call_tool(const std::string& id, const std::string& tool, const std::string& input_json,
+                                const ToolCallContext& context = {});
+  // The same by runtime name ("plugin:tool") or API name ("plugin_tool").
+  Result<std::string> call_named_tool(const std::string& name, const std::string& input_json,
+                                      const ToolCallContext& context = {});
+
+  // Sends one hook event (JSON text: {"kind": "before_tool_call", "tool_name": …}) to the
+  // subscribed extensions in load order and returns the combined HookResult as JSON text
+  // ({"action": "continue"}, {"action": "block", "reason": …}, …). on_session_end goes to
+  // every subscriber at once.
+  Result<std::string> emit_hook(const std::string& event_json);
 
   // Runs slash command `command` with `args`; its output is collected under the invocation
   // budget while the command runs.
@@ -153,8 +243,21 @@ class Host {
   // Stops extension `id` (shutdown request, SIGTERM, grace, SIGKILL) and forgets it.
   Result<void> unload(const std::string& id);
 
-  // Stops every extension in parallel.
+  // Stops every extension in parallel, within one overall bound (then kills what is left).
   void shutdown_all();
+
+  // Every loaded extension, sorted by id, with current health and generation.
+  std::vector<ExtensionInfo> list() const;
+  std::optional<ExtensionInfo> extension_info(const std::string& id) const;
+  // Every registered tool, sorted by runtime name.
+  std::vector<ToolInfo> tools() const;
+  // The counters of `id` (SPEC A11).
+  Result<ExtensionStats> stats(const std::string& id) const;
+  // Where each declared config entry of `id` gets its value, as JSON text; secret values
+  // are redacted ("***" and the last characters).
+  Result<std::string> config_report(const std::string& id) const;
+  // The exthost home this host uses.
+  std::filesystem::path home() const;
 
   // Non-blocking observation of what is actually serving (nullopt: unknown id, or contended).
   std::optional<Lifecycle> lifecycle(const std::string& id) const;

@@ -8,15 +8,17 @@
 #include <boost/json/object.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_future.hpp>
+#include <future>
 #include <csignal>
 #include <map>
 #include <mutex>
 #include <thread>
 
-#include "host/capability.hpp"
-#include "host/manifest.hpp"
-#include "host/provider_registry.hpp"
+#include "host/extension_manager.hpp"
+#include "host/home.hpp"
 #include "protocol/ui_event.hpp"
 #include "runtime/invoke_collected.hpp"
 #include "runtime/process_extension.hpp"
@@ -28,14 +30,17 @@ namespace exthost {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 
+// Threads for blocking store calls: two, so one slow disk write does not queue every read.
+constexpr std::size_t k_store_workers = 2;
+
 struct Host::Impl {
   HostOptions options;
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   std::thread thread;
-  mutable std::mutex mutex;  // guards extensions
-  std::map<std::string, std::shared_ptr<runtime::ProcessExtension>> extensions;
-  host::ProviderRegistry providers;  // of every loaded extension, as "plugin:provider"
+  // Blocking store calls (SQLite, config files) run here, never on the I/O thread.
+  asio::thread_pool store_workers{k_store_workers};
+  std::unique_ptr<host::ExtensionManager> manager;
 
   runtime::Timeouts timeouts() const {
     runtime::Timeouts t;
@@ -51,137 +56,33 @@ struct Host::Impl {
     return t;
   }
 
-  std::shared_ptr<runtime::ProcessExtension> find(const std::string& id) const {
-    std::lock_guard lock(mutex);
-    auto it = extensions.find(id);
-    return it == extensions.end() ? nullptr : it->second;
-  }
+  std::shared_ptr<runtime::ProcessExtension> find(const std::string& id) const { return manager->find(id); }
 
   // Runs `coro` on the I/O thread and waits for its result.
   template <class T>
   T run(asio::awaitable<T> coro) {
     return asio::co_spawn(io, std::move(coro), asio::use_future).get();
   }
+  // Runs `f` on the I/O thread and waits for its result.
+  template <class F>
+  auto on_io(F f) -> decltype(f()) {
+    return asio::post(io, std::packaged_task<decltype(f())()>(std::move(f))).get();
+  }
 };
 
 namespace {
 
-asio::awaitable<Result<ExtensionInfo>> load_on_io(Host::Impl* impl, std::filesystem::path plugin_dir) {
-  auto manifest = host::read_manifest(plugin_dir);
-  if (!manifest) co_return std::move(manifest).error();
-  if (!manifest->has_value()) {
-    co_return Error::manifest("plugin '" + std::filesystem::absolute(plugin_dir).filename().string() +
-                              "' declares no extension (no 'extension' block in " + host::k_manifest_path + ")");
-  }
-  const host::Manifest& m = **manifest;
-  if (impl->find(m.id)) co_return Error::usage("Extension '" + m.id + "' is already loaded");
-
-  runtime::ProcessSpec spec;
-  spec.id = m.id;
-  spec.command = host::resolve_command(m);
-  spec.args = host::resolve_args(m);
-  spec.cwd = m.plugin_dir;
-  const auto started = std::chrono::steady_clock::now();
-  auto spawned = co_await runtime::ProcessExtension::spawn(impl->io.get_executor(), std::move(spec), impl->timeouts());
-  if (!spawned) co_return std::move(spawned).error();
-  auto ext = std::move(spawned).value();
-  auto init = co_await ext->initialize(m.plugin_dir, boost::json::object());
-  const auto answered = std::chrono::steady_clock::now();
-  if (!init) {
-    std::string message = init.error().message;
-    const ErrorKind kind = init.error().kind;
-    const std::string tail = ext->stderr_tail();
-    co_await ext->shutdown();  // A9: any failure after spawn stops the child
-    if (!tail.empty()) message += "\nstderr tail of extension '" + m.id + "':\n" + tail;
-    co_return Error{kind, std::move(message)};
-  }
-  // What the extension registered must be what its manifest lets it register (SPEC §6.11.1);
-  // any refusal stops the child before the load returns (A9).
-  const std::string ext_name = "Extension '" + m.id + "'";
-  std::optional<Error> refused;
-  if (!init->tools.empty() && !m.granted.has(host::Permission::tools_register)) {
-    refused = Error::extension(ext_name + " registered tools but lacks permission 'tools.register'");
-  } else if (!init->providers.empty() && !m.granted.has(host::Permission::providers_register)) {
-    refused = Error::extension(ext_name + " registered providers but lacks permission 'providers.register'");
-  }
-  std::vector<host::CapabilityDeclaration> capabilities;
-  if (!refused) {
-    auto parsed = host::parse_capabilities(init->capabilities);
-    if (!parsed) {
-      refused = Error::extension("Invalid initialize response from extension '" + m.id + "': " + parsed.error().message);
-    } else {
-      capabilities = std::move(parsed).value();
-      for (const auto& cap : capabilities) {
-        if (auto valid = host::validate_capability(cap, m.granted); !valid) {
-          refused = Error::extension(ext_name + " capability '" + cap.kind + "' invalid: " + valid.error().message);
-          break;
-        }
-      }
-    }
-  }
-  if (refused) {
-    co_await ext->shutdown();
-    co_return std::move(*refused);
-  }
-
-  ExtensionInfo info;
-  info.id = m.id;
-  info.init_ms = std::chrono::duration<double, std::milli>(answered - started).count();
-  for (const auto& tool : init->tools) {
-    info.tools.push_back(ToolInfo{tool.name, tool.description, wire::to_json(tool.input_schema)});
-  }
-  for (const auto& p : init->providers) {
-    if (auto registered = impl->providers.register_provider(m.id, p); !registered) {
-      impl->providers.unregister_plugin(m.id);
-      co_await ext->shutdown();
-      co_return std::move(registered).error();
-    }
-  }
-  for (const auto& summary : impl->providers.summaries(m.id)) {
-    ProviderInfo provider{summary.runtime_id, summary.display_name, {}};
-    for (const auto& model : summary.models) {
-      provider.models.push_back(ProviderModelInfo{model.runtime_id, model.display_name, model.tool_use, model.streaming,
-                                                  model.context_window});
-    }
-    info.providers.push_back(std::move(provider));
-  }
-  for (const auto& cap : capabilities) info.capabilities.push_back(CapabilityInfo{cap.kind, cap.name});
-  // The optional info.get probe: best effort, never fails the load (SPEC §2.7).
-  if (!info.tools.empty() || !info.providers.empty() || !info.capabilities.empty()) {
-    auto probed = co_await ext->get_info();
-    if (probed) {
-      info.plugin_info_json = wire::to_json(protocol::to_json(probed.value()));
-    } else if (probed.error().message.find("method not found") != std::string::npos ||
-               probed.error().message.find("unknown method") != std::string::npos) {
-      util::log().debug("extension '{}': no info.get: {}", m.id, probed.error().message);
-    } else {
-      util::log().warn("extension '{}': info.get failed: {}", m.id, probed.error().message);
-    }
-  }
-  const auto snap = ext->lifecycle_snapshot();
-  info.generation = snap ? snap->generation : 0;
-  info.health = ext->health();
-  {
-    std::lock_guard lock(impl->mutex);
-    impl->extensions[m.id] = ext;
-  }
-  co_return info;
-}
-
-asio::awaitable<Result<std::string>> call_tool_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string tool,
-                                                     std::string input_json) {
+asio::awaitable<Result<std::string>> call_tool_on_io(host::ExtensionManager* manager, std::string name,
+                                                     std::string input_json, ToolCallContext context) {
   wire::JsonParser parser;
   auto input = parser.parse(input_json.empty() ? std::string("{}") : input_json);
   if (!input) {
-    co_return Error::usage("Extension '" + ext->id() + "' method 'tool.call': invalid input JSON: " +
-                           input.error().message);
+    co_return Error::usage("tool '" + name + "' method 'tool.call': invalid input JSON: " + input.error().message);
   }
-  auto result = co_await ext->call_tool_for(std::move(tool), std::move(input).value(), std::nullopt, std::nullopt);
+  auto result = co_await manager->call_tool(std::move(name), std::move(input).value(), std::move(context));
   if (!result) co_return std::move(result).error();
   co_return wire::to_json(result.value());
 }
-
-asio::awaitable<void> stop_on_io(std::shared_ptr<runtime::ProcessExtension> ext) { co_await ext->shutdown(); }
 
 
 Result<boost::json::value> parse_json_arg(const std::string& id, const char* method, const std::string& text) {
@@ -335,6 +236,14 @@ asio::awaitable<void> watch_on_io(std::shared_ptr<runtime::ProcessExtension> ext
 Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
   std::signal(SIGPIPE, SIG_IGN);
   m_impl->options = options;
+  host::ManagerOptions m;
+  m.timeouts = m_impl->timeouts();
+  m.env = options.env ? options.env : host::process_env();
+  m.home.root = options.home.empty() ? host::resolve_home(m.env) : options.home;
+  if (!options.project_dir.empty()) m.project_dir = options.project_dir;
+  m.auto_approve_confirmations = options.auto_approve_confirmations;
+  m_impl->manager = std::make_unique<host::ExtensionManager>(m_impl->io.get_executor(),
+                                                             m_impl->store_workers.get_executor(), std::move(m));
   m_impl->thread = std::thread([impl = m_impl.get()] { impl->io.run(); });
 }
 
@@ -343,16 +252,97 @@ Host::~Host() {
   m_impl->work.reset();
   m_impl->io.stop();
   m_impl->thread.join();
+  m_impl->store_workers.join();
+  m_impl->manager.reset();
 }
 
 Result<ExtensionInfo> Host::load(const std::filesystem::path& plugin_dir) {
-  return m_impl->run(load_on_io(m_impl.get(), plugin_dir));
+  return m_impl->run(m_impl->manager->load(plugin_dir));
 }
 
-Result<std::string> Host::call_tool(const std::string& id, const std::string& tool, const std::string& input_json) {
-  auto ext = m_impl->find(id);
-  if (!ext) return Error::usage("Extension '" + id + "' not found");
-  return m_impl->run(call_tool_on_io(std::move(ext), tool, input_json));
+Result<ExtensionInfo> Host::reload(const std::string& id) { return m_impl->run(m_impl->manager->reload(id)); }
+
+DiscoveryReport Host::discover(std::function<void(const DiscoveryEvent&)> progress) {
+  return m_impl->run(m_impl->manager->discover(std::move(progress)));
+}
+
+Result<std::string> Host::call_tool(const std::string& id, const std::string& tool, const std::string& input_json,
+                                    const ToolCallContext& context) {
+  if (!m_impl->find(id)) return Error::usage("Extension '" + id + "' not found");
+  return call_named_tool(id + ":" + tool, input_json, context);
+}
+
+Result<std::string> Host::call_named_tool(const std::string& name, const std::string& input_json,
+                                          const ToolCallContext& context) {
+  return m_impl->run(call_tool_on_io(m_impl->manager.get(), name, input_json, context));
+}
+
+Result<std::string> Host::emit_hook(const std::string& event_json) {
+  wire::JsonParser parser;
+  auto parsed = parser.parse(event_json);
+  if (!parsed) return Error::usage("invalid hook event: " + parsed.error().message);
+  auto event = protocol::parse_hook_event(parsed.value());
+  if (!event) return std::move(event).error();
+  auto result = m_impl->run(m_impl->manager->emit(std::move(event).value()));
+  return json_text(protocol::to_json(result));
+}
+
+std::vector<ExtensionInfo> Host::list() const {
+  return m_impl->on_io([impl = m_impl.get()] {
+    std::vector<ExtensionInfo> out;
+    for (const auto& id : impl->manager->ids()) {
+      if (auto info = impl->manager->info(id)) out.push_back(std::move(*info));
+    }
+    return out;
+  });
+}
+
+std::optional<ExtensionInfo> Host::extension_info(const std::string& id) const {
+  return m_impl->on_io([impl = m_impl.get(), id] { return impl->manager->info(id); });
+}
+
+std::vector<ToolInfo> Host::tools() const {
+  return m_impl->on_io([impl = m_impl.get()] {
+    std::vector<ToolInfo> out;
+    for (const auto& t : impl->manager->tools().tools()) {
+      out.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description, wire::to_json(t.input_schema)});
+    }
+    return out;
+  });
+}
+
+Result<ExtensionStats> Host::stats(const std::string& id) const {
+  auto s = m_impl->on_io([impl = m_impl.get(), id] { return impl->manager->stats(id); });
+  if (!s) return Error::usage("Extension '" + id + "' not found");
+  return std::move(*s);
+}
+
+Result<std::string> Host::config_report(const std::string& id) const {
+  auto d = m_impl->on_io([impl = m_impl.get(), id] { return impl->manager->config_diagnostics(id); });
+  if (!d) return Error::usage("Extension '" + id + "' not found");
+  boost::json::object o;
+  o["extension_id"] = d->extension_id;
+  boost::json::array entries;
+  for (const auto& e : d->entries) {
+    boost::json::object entry;
+    entry["key"] = e.key;
+    entry["description"] = e.description ? boost::json::value(*e.description) : boost::json::value(nullptr);
+    entry["required"] = e.required;
+    entry["source"] = host::to_string(e.source.kind);
+    entry["source_detail"] = e.source.detail.empty() ? boost::json::value(nullptr) : boost::json::value(e.source.detail);
+    entry["has_value"] = e.has_value;
+    entry["value"] = e.display_value ? boost::json::value(*e.display_value) : boost::json::value(nullptr);
+    entries.push_back(std::move(entry));
+  }
+  o["entries"] = std::move(entries);
+  return json_text(o);
+}
+
+std::filesystem::path Host::home() const { return m_impl->manager->home().root; }
+
+std::string LoadFailure::concise_message() const {
+  if (manifest_path) return reason + " (manifest: " + manifest_path->string() + "; hint: " + hint + ")";
+  return reason + " (hint: " + hint + ")";
 }
 
 namespace {
@@ -433,31 +423,9 @@ Result<void> Host::watch_ui_events(const std::string& id, EventCallback on_event
   return {};
 }
 
-Result<void> Host::unload(const std::string& id) {
-  std::shared_ptr<runtime::ProcessExtension> ext;
-  {
-    std::lock_guard lock(m_impl->mutex);
-    auto it = m_impl->extensions.find(id);
-    if (it == m_impl->extensions.end()) return Error::usage("Extension '" + id + "' not found");
-    ext = std::move(it->second);
-    m_impl->extensions.erase(it);
-  }
-  m_impl->providers.unregister_plugin(id);
-  m_impl->run(stop_on_io(std::move(ext)));
-  return {};
-}
+Result<void> Host::unload(const std::string& id) { return m_impl->run(m_impl->manager->unload(id)); }
 
-void Host::shutdown_all() {
-  std::map<std::string, std::shared_ptr<runtime::ProcessExtension>> all;
-  {
-    std::lock_guard lock(m_impl->mutex);
-    all.swap(m_impl->extensions);
-  }
-  for (const auto& [id, ext] : all) m_impl->providers.unregister_plugin(id);
-  std::vector<std::future<void>> stops;
-  for (auto& [id, ext] : all) stops.push_back(asio::co_spawn(m_impl->io, stop_on_io(ext), asio::use_future));
-  for (auto& f : stops) f.get();
-}
+void Host::shutdown_all() { m_impl->run(m_impl->manager->shutdown_all()); }
 
 std::optional<Lifecycle> Host::lifecycle(const std::string& id) const {
   auto ext = m_impl->find(id);

@@ -113,4 +113,41 @@ boost::json::value to_json(const HookResult& r) {
   return o;
 }
 
+Result<HookEvent> parse_hook_event(const boost::json::value& v) {
+  const auto* o = v.if_object();
+  if (o == nullptr) return Error::usage("invalid hook event: expected an object at event");
+  const auto* kind = o->if_contains("kind");
+  if (kind == nullptr || !kind->is_string()) return Error::usage("invalid hook event: missing 'kind' at event.kind");
+  auto parsed = parse_hook_kind(kind->get_string());
+  if (!parsed) {
+    return Error::usage("invalid hook event: unknown kind '" + std::string(kind->get_string()) + "' at event.kind");
+  }
+  HookEvent e;
+  e.kind = *parsed;
+  auto text = [&](const char* name, std::optional<std::string>& out) -> Result<void> {
+    const auto* f = o->if_contains(name);
+    if (f == nullptr || f->is_null()) return {};
+    if (!f->is_string()) {
+      return Error::usage(std::string("invalid hook event: expected a string at event.") + name);
+    }
+    out = std::string(f->get_string());
+    return {};
+  };
+  for (auto [name, field] : {std::pair<const char*, std::optional<std::string>*>{"tool_name", &e.tool_name},
+                             {"tool_runtime_name", &e.tool_runtime_name},
+                             {"tool_output", &e.tool_output},
+                             {"message", &e.message},
+                             {"session_id", &e.session_id},
+                             {"cwd", &e.cwd}}) {
+    if (auto r = text(name, *field); !r) return std::move(r).error();
+  }
+  if (const auto* f = o->if_contains("tool_input"); f != nullptr && !f->is_null()) e.tool_input = *f;
+  if (const auto* f = o->if_contains("transcript"); f != nullptr && !f->is_null()) {
+    if (!f->is_array()) return Error::usage("invalid hook event: expected an array at event.transcript");
+    e.transcript = *f;
+  }
+  if (const auto* f = o->if_contains("data")) e.data = *f;
+  return e;
+}
+
 }  // namespace exthost::protocol

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <variant>
 
+#include "exthost/result.hpp"
+
 namespace exthost::protocol {
 
 enum class HookKind {
@@ -38,6 +40,11 @@ struct HookEvent {
 
   boost::json::value to_json() const;
 };
+
+// Decodes an event written by an embedder ({"kind": "before_tool_call", "tool_name": …}):
+// `kind` is required, every other member optional. Errors name the member:
+// "invalid hook event: unknown kind 'x' at event.kind", "… expected a string at event.message".
+Result<HookEvent> parse_hook_event(const boost::json::value& v);
 
 namespace hook_result {
 struct Continue {};

@@ -29,8 +29,15 @@ std::string info_json(const ExtensionInfo& info) {
   for (std::size_t i = 0; i < info.tools.size(); ++i) {
     const auto& t = info.tools[i];
     if (i) out += ',';
-    out += "{\"name\":" + json_string(t.name) + ",\"description\":" + json_string(t.description) +
+    out += "{\"name\":" + json_string(t.name) + ",\"runtime_name\":" + json_string(t.runtime_name) +
+           ",\"api_name\":" + json_string(t.api_name) + ",\"description\":" + json_string(t.description) +
            ",\"input_schema\":" + t.input_schema_json + "}";
+  }
+  out += "],\"hooks\":[";
+  for (std::size_t i = 0; i < info.hooks.size(); ++i) {
+    const auto& h = info.hooks[i];
+    if (i) out += ',';
+    out += "{\"kind\":" + json_string(h.kind) + ",\"tool\":" + (h.tool ? json_string(*h.tool) : "null") + "}";
   }
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.3f", info.init_ms);
