@@ -58,13 +58,18 @@ std::string encode_result_reply(const boost::json::value& id, const boost::json:
   return out;
 }
 
-std::string encode_error_reply(const boost::json::value& id, int code, std::string_view message) {
+std::string encode_error_reply(const boost::json::value& id, int code, std::string_view message,
+                               const boost::json::value* data) {
   std::string out = R"({"jsonrpc":"2.0","id":)";
   out += boost::json::serialize(id);
   out += R"(,"error":{"code":)";
   out += std::to_string(code);
   out += R"(,"message":)";
   out += boost::json::serialize(boost::json::string_view(message.data(), message.size()));
+  if (data != nullptr) {
+    out += R"(,"data":)";
+    out += boost::json::serialize(*data);
+  }
   out += "}}";
   return out;
 }

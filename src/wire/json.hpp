@@ -39,7 +39,8 @@ std::string encode_request(std::string_view method, const boost::json::value& pa
 std::string encode_notification(std::string_view method, const boost::json::value& params);
 // The body of a reply to an inbound request; `id` is echoed verbatim.
 std::string encode_result_reply(const boost::json::value& id, const boost::json::value& result);
-// The one place a JSON-RPC error object is built.
-std::string encode_error_reply(const boost::json::value& id, int code, std::string_view message);
+// The one place a JSON-RPC error object is built; `data`, when given, is added verbatim.
+std::string encode_error_reply(const boost::json::value& id, int code, std::string_view message,
+                               const boost::json::value* data = nullptr);
 
 }  // namespace exthost::wire

@@ -62,7 +62,7 @@ TEST_F(Cli, CheckReportsThePluginAsJson) {
   manifest("echo");
   auto r = run("check " + dir.string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << last_stderr();
-  EXPECT_EQ(r.out.rfind(R"({"id":"fake-plugin","health":"running","generation":2,"tools":[{"name":"echo","runtime_name":"fake-plugin:echo","api_name":"fake-plugin_echo","description":"Echo the input back","input_schema":{"type":"object"}},)", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind(R"({"id":"fake-plugin","health":"running","generation":2,"restart_count":0,"tools":[{"name":"echo","runtime_name":"fake-plugin:echo","api_name":"fake-plugin_echo","description":"Echo the input back","input_schema":{"type":"object"}},)", 0), 0u) << r.out;
   EXPECT_EQ(exthost::testing::zombie_children(), 0);
 }
 
@@ -142,6 +142,31 @@ TEST_F(Cli, CompleteStreamsDeltasAndInfoPrintsTheAnswer) {
   auto info = run("info " + dir.string() + " --json");
   ASSERT_EQ(info.exit_code, 0);
   EXPECT_EQ(info.out.rfind(R"({"info":{"build":{"backend":"cpu")", 0), 0u) << info.out;
+}
+
+}  // namespace
+
+namespace {
+
+// A secret reaches the extension (the fixture records it) and nothing the host prints: not
+// at debug level, not with hook tracing, not in a failure.
+TEST_F(Cli, AConfiguredSecretNeverAppearsInTheCapturedLog) {
+  const fs::path seen = dir.parent_path() / "seen.json";
+  std::ofstream(dir / ".synaps-plugin/plugin.json")
+      << R"({"extension":{"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION << R"(","args":["config-seen",")"
+      << seen.string()
+      << R"("],"permissions":["tools.register"],"config":[{"key":"token","secret_env":"CLI_SECRET_TOKEN","required":true}]}})";
+  const std::string env = "EXTHOST_LOG=debug EXTHOST_EXTENSIONS_TRACE=1 CLI_SECRET_TOKEN=s3cr3t-never-logged ";
+  auto ok = run("--version >/dev/null; " + env + EXTHOST_CLI + " call " + dir.string() +
+                " exit-now --home " + (dir.parent_path() / "home").string());
+  EXPECT_NE(ok.exit_code, 0);  // the tool crashes the child: the host restarts it and reports
+  std::ifstream in(seen);
+  const std::string delivered((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(delivered.find("s3cr3t-never-logged"), std::string::npos) << "the extension received it";
+  const std::string log = last_stderr();
+  EXPECT_FALSE(log.empty());
+  EXPECT_EQ(log.find("s3cr3t-never-logged"), std::string::npos) << log;
+  EXPECT_EQ(ok.out.find("s3cr3t-never-logged"), std::string::npos) << ok.out;
 }
 
 }  // namespace

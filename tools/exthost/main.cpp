@@ -7,6 +7,8 @@
 
 #include "exit_codes.hpp"
 #include "exthost/host.hpp"
+#include "exthost/json_text.hpp"
+#include "exthost/serve.hpp"
 #include "exthost/version.hpp"
 #include "render.hpp"
 
@@ -23,28 +25,6 @@ int fail(const Error& e) {
   return exit_code_for(e.kind);
 }
 
-std::string info_json(const ExtensionInfo& info) {
-  std::string out = "{\"id\":" + json_string(info.id) + ",\"health\":" + json_string(to_string(info.health)) +
-                    ",\"generation\":" + std::to_string(info.generation) + ",\"tools\":[";
-  for (std::size_t i = 0; i < info.tools.size(); ++i) {
-    const auto& t = info.tools[i];
-    if (i) out += ',';
-    out += "{\"name\":" + json_string(t.name) + ",\"runtime_name\":" + json_string(t.runtime_name) +
-           ",\"api_name\":" + json_string(t.api_name) + ",\"description\":" + json_string(t.description) +
-           ",\"input_schema\":" + t.input_schema_json + "}";
-  }
-  out += "],\"hooks\":[";
-  for (std::size_t i = 0; i < info.hooks.size(); ++i) {
-    const auto& h = info.hooks[i];
-    if (i) out += ',';
-    out += "{\"kind\":" + json_string(h.kind) + ",\"tool\":" + (h.tool ? json_string(*h.tool) : "null") + "}";
-  }
-  char ms[32];
-  std::snprintf(ms, sizeof ms, "%.3f", info.init_ms);
-  out += "],\"init_ms\":" + std::string(ms) + "}";
-  return out;
-}
-
 void print_info(const ExtensionInfo& info) {
   std::printf("plugin:     %s\n", info.id.c_str());
   std::printf("health:     %s\n", std::string(to_string(info.health)).c_str());
@@ -54,8 +34,12 @@ void print_info(const ExtensionInfo& info) {
   for (const auto& t : info.tools) std::printf("  %-20s %s\n", t.name.c_str(), t.description.c_str());
 }
 
+// Set by --home on any verb: the exthost home to use instead of the default.
+std::string g_home;
+
 HostOptions options_with_timeout(double timeout_seconds) {
   HostOptions opts;
+  opts.home = g_home;
   if (timeout_seconds > 0) {
     const auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000));
     opts.tool_call_timeout = ms;
@@ -83,7 +67,7 @@ int with_plugin(const std::string& dir, double timeout, Op op) {
 int run_check(const std::string& dir, bool json, double timeout) {
   return with_plugin(dir, timeout, [&](Host&, const ExtensionInfo& info) {
     if (json) {
-      std::printf("%s\n", info_json(info).c_str());
+      std::printf("%s\n", to_json_text(info).c_str());
     } else {
       print_info(info);
     }
@@ -164,6 +148,7 @@ CLI::App* verb(CLI::App& app, const char* name, const char* what, std::string& d
   sub->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
   sub->add_flag("--json", json, json_help);
   sub->add_option("--timeout", timeout, std::string("Deadline in seconds (default ") + timeout_default + ")");
+  sub->add_option("--home", g_home, "exthost home (default $EXTHOST_HOME, else $XDG_DATA_HOME/exthost)");
   return sub;
 }
 
@@ -200,6 +185,13 @@ int main(int argc, char** argv) {
   auto* info_cmd = verb(app, "info", "Print what a plugin's info.get answers.", dir, json, "Print {\"info\": <answer>}",
                         timeout, "5");
 
+  std::string project;
+  auto* serve_cmd = app.add_subcommand(
+      "serve", "Serve the host API as JSON-RPC 2.0 on stdin/stdout (Content-Length framing); see docs/serve.md.");
+  serve_cmd->add_option("--home", g_home, "exthost home (default $EXTHOST_HOME, else $XDG_DATA_HOME/exthost)");
+  serve_cmd->add_option("--project", project, "Project folder: discovery also searches <project>/.exthost/plugins");
+  serve_cmd->add_option("--timeout", timeout, "Deadline in seconds for every extension method (default: per method)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -218,6 +210,12 @@ int main(int argc, char** argv) {
     if (invoke->parsed()) return run_invoke(dir, command, command_args, json, timeout);
     if (complete->parsed()) return run_complete(dir, params, stream, json, timeout);
     if (info_cmd->parsed()) return run_info(dir, json, timeout);
+    if (serve_cmd->parsed()) {
+      ServeOptions options;
+      options.host = options_with_timeout(timeout);
+      options.host.project_dir = project;
+      return serve(options) == 0 ? k_exit_ok : k_exit_usage;
+    }
   } catch (const std::exception& e) {
     std::cerr << "exthost: internal error: " << e.what() << "\n";
     return k_exit_internal;
