@@ -176,6 +176,27 @@ Result<std::optional<Manifest>> read_manifest(const fs::path& plugin_dir) {
   if (!perms) return std::move(perms).error();
   m.permissions = std::move(perms).value();
 
+  if (const auto* prebuilt = ext->if_contains("prebuilt"); prebuilt != nullptr && !prebuilt->is_null()) {
+    const auto* po = prebuilt->if_object();
+    if (po == nullptr) return parse_error("invalid type for `prebuilt`, expected a map");
+    for (const auto& [triple, asset] : *po) {
+      const auto* ao = asset.if_object();
+      if (ao == nullptr) return parse_error("invalid type in `prebuilt`, expected struct PrebuiltAsset");
+      std::string fields[2];
+      const char* names[2] = {"url", "sha256"};
+      for (int i = 0; i < 2; ++i) {
+        const auto* f = ao->if_contains(names[i]);
+        if (f == nullptr) return parse_error(std::string("missing field `") + names[i] + "`");
+        if (!f->is_string()) return parse_error(std::string("invalid type for `") + names[i] + "`, expected a string");
+        fields[i] = std::string(f->get_string());
+      }
+      m.prebuilt.emplace_back(std::string(triple), fields[0], fields[1]);
+    }
+  }
+  auto deferred = parse_deferred(*root, *ext);
+  if (!deferred) return std::move(deferred).error();
+  m.deferred = std::move(deferred).value();
+
   auto config = parse_config_entries(*ext);
   if (!config) return std::move(config).error();
   m.config = std::move(config).value();
@@ -203,6 +224,15 @@ Result<std::optional<Manifest>> read_manifest(const fs::path& plugin_dir) {
 
   // The reference's validation, in its order (SPEC §5.3.3).
   const std::string ext_name = "Extension '" + m.id + "'";
+  if (m.deferred) {
+    PermissionSet lenient;  // unknown names are refused at step 6
+    for (const auto& name : m.permissions) {
+      if (auto p = parse_permission(name)) lenient.add(*p);
+    }
+    if (auto reason = deferred_invalid_reason(*m.deferred, lenient, !kinds_as_written.empty())) {
+      return Error::manifest(ext_name + " deferred declarations invalid: " + *reason);
+    }
+  }
   if (m.protocol_version != 1) {
     return Error::manifest(ext_name + " uses unsupported protocol_version " + std::to_string(m.protocol_version) +
                            " (supported: 1)");

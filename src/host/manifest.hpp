@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "exthost/result.hpp"
 #include "host/config_resolution.hpp"
+#include "host/deferred_declarations.hpp"
 #include "host/permission.hpp"
 #include "protocol/hook.hpp"
 
@@ -41,14 +43,18 @@ struct Manifest {
   std::vector<std::pair<std::string, std::string>> theme_tokens;  // validated colours
   std::vector<ConfigEntry> config;        // declared entries; keys are checked at resolution
   std::optional<std::string> setup;       // extension.setup, else provides.sidecar.setup
+  // Prebuilt binaries by host triple: (triple, url, sha256), both fields required.
+  std::vector<std::tuple<std::string, std::string, std::string>> prebuilt;
+  // Validated and kept; such an extension still starts at load.
+  std::optional<DeferredDeclarations> deferred;
   boost::json::value extension;    // the whole block, for the parts later layers read
 };
 
 // Reads and validates <dir>/.synaps-plugin/plugin.json. nullopt: the plugin declares no
 // extension. Errors: "Failed to read plugin manifest: …", "Invalid plugin manifest JSON: …",
 // "Failed to parse extension manifest: …", then the reference's validation in its order
-// (SPEC §5.3.3 steps 2–7): protocol version, empty command, nothing to do, theme tokens,
-// permissions, hooks. (Step 1, deferred declarations, arrives with the deferred lifecycle.)
+// (SPEC §5.3.3 steps 1–7): deferred declarations, protocol version, empty command, nothing
+// to do, theme tokens, permissions, hooks.
 Result<std::optional<Manifest>> read_manifest(const std::filesystem::path& plugin_dir);
 
 // The program to run: absolute as is; a bare name stays bare (looked up in PATH at spawn);

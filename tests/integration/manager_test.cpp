@@ -85,7 +85,9 @@ TEST_F(ManagerTest, ADeclaredSecretSurvivesARestartWithoutPersistence) {
   EXPECT_GE(host.stats("secret-ext")->restarts, 1u);
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(home(), ec)) {
-    if (e.is_regular_file()) EXPECT_EQ(read_text(e.path()).find("tok-only-in-memory-42"), std::string::npos) << e.path();
+    if (e.is_regular_file()) {
+      EXPECT_EQ(read_text(e.path()).find("tok-only-in-memory-42"), std::string::npos) << e.path();
+    }
   }
 }
 

@@ -127,5 +127,49 @@ TEST_F(ManifestTest, KeepsHookSubscriptionsWithTheirFilters) {
   EXPECT_FALSE((*m)->granted.has(Permission::tools_register));
 }
 
+TEST_F(ManifestTest, ReadsConfigEntriesWithTheirOptionalFields) {
+  write(R"({"extension":{"runtime":"process","command":"x","permissions":["tools.register"],"config":[
+    {"key":"endpoint","type":"string","description":"Where","required":true,"default":"http://127.0.0.1:8080",
+     "secret_env":"MY_TOKEN"},{"key":"root","host_context":"project_root"},{"key":"plain"}]}})");
+  auto m = read_manifest(dir);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const auto& c = (*m)->config;
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].type, std::optional<std::string>("string"));
+  EXPECT_TRUE(c[0].required);
+  EXPECT_EQ(c[0].default_value, std::optional<boost::json::value>(boost::json::value("http://127.0.0.1:8080")));
+  EXPECT_EQ(c[0].secret_env, std::optional<std::string>("MY_TOKEN"));
+  EXPECT_TRUE(c[1].from_project_root);
+  EXPECT_FALSE(c[2].type);
+  EXPECT_FALSE(c[2].required);
+  write(R"({"extension":{"runtime":"process","command":"x","permissions":["tools.register"],"config":[{"key":"k","type":"list"}]}})");
+  EXPECT_EQ(error(), "Failed to parse extension manifest: unknown variant `list`, expected one of `string`, `bool`, `number`");
+}
+
+TEST_F(ManifestTest, PrebuiltAssetsNeedBothUrlAndSha256) {
+  write(R"({"extension":{"runtime":"process","command":"x","permissions":["tools.register"],
+            "prebuilt":{"x86_64-unknown-linux-gnu":{"url":"https://example.org/bin.tar.gz","sha256":"ab12"}}}})");
+  auto m = read_manifest(dir);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ((*m)->prebuilt.size(), 1u);
+  EXPECT_EQ(std::get<1>((*m)->prebuilt[0]), "https://example.org/bin.tar.gz");
+  write(R"({"extension":{"runtime":"process","command":"x","permissions":["tools.register"],
+            "prebuilt":{"x86_64-unknown-linux-gnu":{"url":"https://example.org/bin.tar.gz"}}}})");
+  EXPECT_EQ(error(), "Failed to parse extension manifest: missing field `sha256`");
+}
+
+TEST_F(ManifestTest, DeferredDeclarationsAreValidatedFirstAndKept) {
+  // Step 1 comes before the protocol version check (step 2).
+  write(R"({"extension":{"protocol_version":999,"runtime":"process","command":"x","permissions":["memory.read"],
+            "deferred":{"tools":[{"name":"echo","description":"Echo","input_schema":{}}]}}})");
+  EXPECT_EQ(error(), "Extension 'my-plugin' deferred declarations invalid: deferred_tools_require_tools_register_permission");
+  write(R"({"extension":{"runtime":"process","command":"x","permissions":["tools.register"],
+            "deferred":{"tools":[{"name":"echo","description":"Echo","input_schema":{}}]}}})");
+  auto m = read_manifest(dir);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_TRUE((*m)->deferred);
+  EXPECT_EQ((*m)->deferred->tools.size(), 1u);
+}
+
 }  // namespace
 }  // namespace exthost::host
