@@ -246,6 +246,18 @@ class Host {
   // Stops every extension in parallel, within one overall bound (then kills what is left).
   void shutdown_all();
 
+  // A conversation begins: on_session_start reaches its subscribers (after discovery, so
+  // they exist); what they inject is kept as that session's injection and returned, for
+  // the embedder to append to the session's system prompt.
+  std::optional<std::string> session_start(const std::string& session_id);
+  // The injection session_start() kept for `session_id`, if any.
+  std::optional<std::string> session_injection(const std::string& session_id) const;
+  // A conversation ends: on_session_end reaches every subscriber at once, with the
+  // transcript (a JSON array, or empty for none), within 5 s in all; false when that ran
+  // out. The session's injection is dropped either way. Error: a transcript that is not a
+  // JSON array.
+  Result<bool> session_end(const std::string& session_id, const std::string& transcript_json = {});
+
   // Every loaded extension, sorted by id, with current health and generation.
   std::vector<ExtensionInfo> list() const;
   std::optional<ExtensionInfo> extension_info(const std::string& id) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/array.hpp>
@@ -21,6 +22,7 @@ namespace exthost::host {
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 namespace hr = protocol::hook_result;
+using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -306,6 +308,7 @@ asio::awaitable<void> ExtensionManager::shutdown_all() {
     stops.push_back(stop(loaded.ext));
   }
   m_discovered.reset();
+  m_session_injections.clear();
   if (stops.empty()) co_return;
   const bool in_time = co_await join_all(m_io, std::move(stops), k_shutdown_all_bound);
   if (!in_time) {
@@ -434,6 +437,49 @@ asio::awaitable<Result<boost::json::value>> ExtensionManager::call_tool(std::str
 asio::awaitable<protocol::HookResult> ExtensionManager::emit(protocol::HookEvent event) {
   if (event.kind == protocol::HookKind::on_session_end) co_return co_await m_hooks.emit_concurrent(std::move(event));
   co_return co_await m_hooks.emit(std::move(event));
+}
+
+asio::awaitable<std::optional<std::string>> ExtensionManager::session_start(std::string session_id) {
+  protocol::HookEvent event;
+  event.kind = protocol::HookKind::on_session_start;
+  event.session_id = session_id;
+  auto result = co_await m_hooks.emit(std::move(event));
+  if (const auto* inject = std::get_if<hr::Inject>(&result)) {
+    m_session_injections[session_id] = inject->content;
+    co_return inject->content;
+  }
+  co_return std::nullopt;
+}
+
+std::optional<std::string> ExtensionManager::session_injection(const std::string& session_id) const {
+  auto it = m_session_injections.find(session_id);
+  if (it == m_session_injections.end()) return std::nullopt;
+  return it->second;
+}
+
+namespace {
+// Boxed: Asio's `||` would flatten the HookResult variant into its own.
+asio::awaitable<std::optional<protocol::HookResult>> emit_concurrent_boxed(HookBus& bus, protocol::HookEvent event) {
+  co_return co_await bus.emit_concurrent(std::move(event));
+}
+}  // namespace
+
+asio::awaitable<bool> ExtensionManager::session_end(std::string session_id,
+                                                    std::optional<boost::json::value> transcript) {
+  protocol::HookEvent event;
+  event.kind = protocol::HookKind::on_session_end;
+  event.session_id = session_id;
+  event.transcript = std::move(transcript);
+  asio::steady_timer budget(m_io, k_session_end_budget);
+  auto raced = co_await (emit_concurrent_boxed(m_hooks, std::move(event)) ||
+                         budget.async_wait(asio::as_tuple(asio::use_awaitable)));
+  m_session_injections.erase(session_id);
+  if (raced.index() == 1) {
+    util::log().warn("on_session_end for session '{}' ran out of its {} ms budget", session_id,
+                     k_session_end_budget.count());
+    co_return false;
+  }
+  co_return true;
 }
 
 std::shared_ptr<runtime::ProcessExtension> ExtensionManager::find(const std::string& id) const {

@@ -40,6 +40,10 @@ namespace exthost::host {
 // second; whatever is still running after this is killed outright.
 inline constexpr std::chrono::milliseconds k_shutdown_all_bound{10'000};
 
+// How long on_session_end may take in all: the conversation is over, so nobody should
+// wait long for observers.
+inline constexpr std::chrono::milliseconds k_session_end_budget{5000};
+
 struct ManagerOptions {
   runtime::Timeouts timeouts;
   HomeLayout home;
@@ -67,6 +71,14 @@ class ExtensionManager {
                                                               ToolCallContext context);
   // One hook event through the bus: on_session_end concurrently, every other kind in order.
   boost::asio::awaitable<protocol::HookResult> emit(protocol::HookEvent event);
+
+  // A conversation begins: on_session_start goes to its subscribers; what they inject is
+  // kept as that session's injection (SPEC §6.14) and returned.
+  boost::asio::awaitable<std::optional<std::string>> session_start(std::string session_id);
+  std::optional<std::string> session_injection(const std::string& session_id) const;
+  // A conversation ends: on_session_end goes to every subscriber at once within
+  // k_session_end_budget (false when it ran out); the session's injection is dropped either way.
+  boost::asio::awaitable<bool> session_end(std::string session_id, std::optional<boost::json::value> transcript);
 
   std::shared_ptr<runtime::ProcessExtension> find(const std::string& id) const;
   std::vector<std::string> ids() const;  // sorted
@@ -98,6 +110,7 @@ class ExtensionManager {
   ToolRegistry m_tools;
   ProviderRegistry m_providers;
   std::optional<DiscoveryReport> m_discovered;  // the first discovery, replayed
+  std::map<std::string, std::string> m_session_injections;  // by session id
 
   mutable std::mutex m_mutex;  // guards m_loaded (read from any thread)
   std::map<std::string, Loaded> m_loaded;

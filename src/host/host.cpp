@@ -287,6 +287,26 @@ Result<std::string> Host::emit_hook(const std::string& event_json) {
   return json_text(protocol::to_json(result));
 }
 
+std::optional<std::string> Host::session_start(const std::string& session_id) {
+  return m_impl->run(m_impl->manager->session_start(session_id));
+}
+
+std::optional<std::string> Host::session_injection(const std::string& session_id) const {
+  return m_impl->on_io([impl = m_impl.get(), session_id] { return impl->manager->session_injection(session_id); });
+}
+
+Result<bool> Host::session_end(const std::string& session_id, const std::string& transcript_json) {
+  std::optional<boost::json::value> transcript;
+  if (!transcript_json.empty()) {
+    wire::JsonParser parser;
+    auto parsed = parser.parse(transcript_json);
+    if (!parsed) return Error::usage("on_session_end: invalid transcript JSON: " + parsed.error().message);
+    if (!parsed->is_array()) return Error::usage("on_session_end: the transcript must be a JSON array");
+    transcript = std::move(parsed).value();
+  }
+  return m_impl->run(m_impl->manager->session_end(session_id, std::move(transcript)));
+}
+
 std::vector<ExtensionInfo> Host::list() const {
   return m_impl->on_io([impl = m_impl.get()] {
     std::vector<ExtensionInfo> out;

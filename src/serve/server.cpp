@@ -165,7 +165,7 @@ class Server {
         "host.load",   "host.unload",    "host.reload",       "host.discover",   "host.list",
         "host.tools",  "host.health",    "host.stats",        "host.config",     "host.shutdown",
         "tool.call",   "hook.emit",      "command.invoke",    "provider.complete", "provider.stream",
-        "info.get"};
+        "info.get",    "session.start",  "session.end"};
     for (const char* m : k_methods) {
       if (method == m) return true;
     }
@@ -265,6 +265,19 @@ class Server {
       return from(std::move(r), name.substr(0, name.find(':')), "result");
     }
     if (method == "hook.emit") return from(m_host.emit_hook(json::serialize(params)), {}, "result");
+    if (method == "session.start" || method == "session.end") {
+      const auto* session = str(params, "session_id");
+      if (!session) return missing("session_id");
+      if (method == "session.start") {
+        auto injection = m_host.session_start(std::string(*session));
+        return json::value(json::object{{"injection", injection ? json::value(*injection) : json::value(nullptr)}});
+      }
+      const auto* transcript = params.as_object().if_contains("transcript");
+      auto ended = m_host.session_end(std::string(*session),
+                                      transcript && !transcript->is_null() ? json::serialize(*transcript) : std::string());
+      if (!ended) return Failure{std::move(ended).error(), {}};
+      return json::value(json::object{{"completed", *ended}});
+    }
     if (!id) return missing("id");
     if (method == "host.unload") {
       auto r = m_host.unload(ext);

@@ -214,6 +214,13 @@ TEST_F(ServeTest, MalformedRequestsGetJsonRpcErrorsAndTheServerCarriesOn) {
   EXPECT_EQ(load.at("error").at("code"), -32602);
   auto bad = client.call("host.load", json::object{{"path", (root.path() / "absent").string()}});
   EXPECT_EQ(bad.at("error").at("code"), -32001);
+  EXPECT_EQ(json::serialize(client.call("session.start", json::object{{"session_id", "s1"}}).at("result")),
+            R"({"injection":null})");
+  EXPECT_EQ(json::serialize(client.call("session.end", json::object{{"session_id", "s1"}, {"transcript", json::array{}}})
+                                .at("result")),
+            R"({"completed":true})");
+  EXPECT_EQ(client.call("session.end", json::object{}).at("error").at("message"),
+            "session.end: missing or invalid 'session_id' parameter");
   EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
   EXPECT_EQ(client.wait_exit(), 0);
 }

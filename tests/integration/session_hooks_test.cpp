@@ -42,7 +42,12 @@ TEST_F(SessionHooksTest, SessionStartInjectionIsKeptPerSessionAndEndClearsOnlyTh
   EXPECT_EQ(host.session_start("sess-A"), std::optional<std::string>("HANDOFF-SENTINEL"));
   EXPECT_EQ(host.session_start("sess-B"), std::optional<std::string>("HANDOFF-SENTINEL"));
   EXPECT_EQ(host.session_injection("sess-A"), std::optional<std::string>("HANDOFF-SENTINEL"));
-  EXPECT_TRUE(host.session_end("sess-A", R"([{"role":"user","content":"bye"}])"));
+  EXPECT_EQ(host.session_end("sess-A", R"({"not":"an array"})").error().message,
+            "on_session_end: the transcript must be a JSON array");
+  EXPECT_EQ(host.session_injection("sess-A"), std::optional<std::string>("HANDOFF-SENTINEL"));
+  auto ended = host.session_end("sess-A", R"([{"role":"user","content":"bye"}])");
+  ASSERT_TRUE(ended);
+  EXPECT_TRUE(*ended);
   EXPECT_EQ(host.session_injection("sess-A"), std::nullopt);
   EXPECT_EQ(host.session_injection("sess-B"), std::optional<std::string>("HANDOFF-SENTINEL"));
   EXPECT_EQ(host.session_injection("never-started"), std::nullopt);
