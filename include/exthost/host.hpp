@@ -62,7 +62,9 @@ struct ToolInfo {
   std::string runtime_name;  // "plugin:tool"
   std::string api_name;      // safe for model APIs: [A-Za-z0-9_-], unique, at most 128
   std::string description;
-  std::string input_schema_json;  // compact JSON text
+  std::string input_schema_json;      // compact JSON text, as declared
+  std::string api_input_schema_json;  // the same with API-safe property names: show this one
+                                      // to a model, and call the tool by its api_name
 };
 
 struct ProviderModelInfo {

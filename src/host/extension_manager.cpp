@@ -405,6 +405,9 @@ asio::awaitable<Result<boost::json::value>> ExtensionManager::call_tool(std::str
   if (!tool) co_return Error::usage("unknown tool '" + name + "'");
   auto ext = find(tool->plugin_id);
   if (!ext) co_return Error::usage("Extension '" + tool->plugin_id + "' not found");
+  // A call by API name comes from a model that saw the API schema: restore the declared
+  // property names before anything else sees the input.
+  if (name != tool->runtime_name) input = restore_input_names(tool->input_schema, input);
   const bool with_session = protocol::hook_session_id_enabled();
 
   protocol::HookEvent before;
@@ -507,7 +510,8 @@ std::optional<ExtensionInfo> ExtensionManager::info(const std::string& id) const
   info.restart_count = ext->restart_count();
   info.tools.clear();
   for (const auto& t : m_tools.tools_of(id)) {
-    info.tools.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description, wire::to_json(t.input_schema)});
+    info.tools.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description, wire::to_json(t.input_schema),
+                                      wire::to_json(t.api_input_schema)});
   }
   info.providers.clear();
   for (const auto& summary : m_providers.summaries(id)) {

@@ -325,7 +325,8 @@ std::vector<ToolInfo> Host::tools() const {
   return m_impl->on_io([impl = m_impl.get()] {
     std::vector<ToolInfo> out;
     for (const auto& t : impl->manager->tools().tools()) {
-      out.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description, wire::to_json(t.input_schema)});
+      out.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description, wire::to_json(t.input_schema),
+                                      wire::to_json(t.api_input_schema)});
     }
     return out;
   });

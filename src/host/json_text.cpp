@@ -40,7 +40,8 @@ std::string to_json_text(const ExtensionInfo& info) {
                                  {"runtime_name", t.runtime_name},
                                  {"api_name", t.api_name},
                                  {"description", t.description},
-                                 {"input_schema", parsed(t.input_schema_json)}});
+                                 {"input_schema", parsed(t.input_schema_json)},
+                                 {"api_input_schema", parsed(t.api_input_schema_json)}});
   }
   o["tools"] = std::move(tools);
   json::array providers;

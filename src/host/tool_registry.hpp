@@ -19,6 +19,8 @@ namespace exthost::host {
 
 // What model APIs accept as a tool name.
 inline constexpr std::size_t k_max_api_name = 128;
+// What model APIs accept as an input property name.
+inline constexpr std::size_t k_max_api_property = 64;
 
 struct RegisteredTool {
   std::string plugin_id;
@@ -26,8 +28,17 @@ struct RegisteredTool {
   std::string runtime_name;  // "plugin:tool"
   std::string api_name;      // API-safe and unique
   std::string description;
-  boost::json::value input_schema;
+  boost::json::value input_schema;      // as the extension declared it
+  boost::json::value api_input_schema;  // property names made API-safe (see sanitize_property_name)
 };
+
+// A property name as model APIs accept it: [A-Za-z0-9_.-], at most 64 characters.
+std::string sanitize_property_name(std::string_view name);
+
+// `api_input` (keyed by API-safe property names, as a model produces it from
+// api_input_schema) with the declared names restored, at every depth the schema describes
+// (nested objects and array items).
+boost::json::value restore_input_names(const boost::json::value& schema, const boost::json::value& api_input);
 
 // Characters outside [A-Za-z0-9_-] become '_'; empty becomes "field"; cut at `max_len`.
 std::string sanitize_api_name(std::string_view name, std::size_t max_len = k_max_api_name);

@@ -248,7 +248,8 @@ class Server {
                                    {"runtime_name", t.runtime_name},
                                    {"api_name", t.api_name},
                                    {"description", t.description},
-                                   {"input_schema", parsed(t.input_schema_json)}});
+                                   {"input_schema", parsed(t.input_schema_json)},
+                                   {"api_input_schema", parsed(t.api_input_schema_json)}});
       }
       return json::value(json::object{{"tools", std::move(all)}});
     }

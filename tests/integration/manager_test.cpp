@@ -293,6 +293,24 @@ TEST_F(ManagerTest, AFailedReloadLeavesTheExtensionUnloaded) {
   EXPECT_EQ(host.unload("flaky").error().message, "Extension 'flaky' not found");
 }
 
+TEST_F(ManagerTest, AProviderRequiringConfigNobodySuppliesFailsTheLoadAndStopsTheChild) {
+  const auto dir = write_fake_plugin(root.path(), "prov", {"provider", "1", "needs-config"},
+                                     R"({"permissions":["tools.register","providers.register"]})");
+  exthost::Host host(options());
+  auto info = host.load(dir);
+  ASSERT_FALSE(info);
+  EXPECT_EQ(info.error().message, "Extension 'prov' provider 'mock' missing required provider config 'api_key'");
+  EXPECT_TRUE(host.list().empty());
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+  write_fake_plugin(root.path(), "prov", {"provider", "1", "needs-config"},
+                    R"({"permissions":["tools.register","providers.register"],"config":[{"key":"api_key","secret_env":"PROV_KEY"}]})");
+  env["PROV_KEY"] = "k-123456789";
+  auto loaded = host.load(dir);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  ASSERT_EQ(loaded->providers.size(), 1u);
+  EXPECT_EQ(loaded->providers[0].id, "prov:mock");
+}
+
 TEST_F(ManagerTest, StatsCountFramesCallsAndRestarts) {
   const auto dir = write_fake_plugin(root.path(), "counted", {"echo"});
   exthost::Host host(options());

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 namespace exthost::host {
 namespace {
 
@@ -48,6 +50,44 @@ TEST(ToolRegistry, UnregisteringAPluginRemovesOnlyItsTools) {
 TEST(ToolRegistry, SanitizeReplacesForeignCharactersAndNamesTheEmpty) {
   EXPECT_EQ(sanitize_api_name("a:b c/é"), "a_b_c___");
   EXPECT_EQ(sanitize_api_name(""), "field");
+}
+
+}  // namespace
+}  // namespace exthost::host
+
+namespace exthost::host {
+namespace {
+
+TEST(ToolRegistry, InputPropertyNamesAreMadeApiSafeAndMappedBackAtEveryDepth) {
+  const auto schema = boost::json::parse(R"({"type":"object","required":["file path"],"properties":{
+      "file path":{"type":"string"},
+      "opts":{"type":"object","properties":{"max/depth":{"type":"integer"},"a.b":{"type":"string"}}},
+      "items":{"type":"array","items":{"type":"object","properties":{"x y":{"type":"number"}}}}}})");
+  ToolRegistry r;
+  r.register_plugin("p", {protocol::ToolSpec{"t", "d", schema}});
+  const auto api = r.find("p:t")->api_input_schema;
+  EXPECT_EQ(boost::json::serialize(api.at("required")), R"(["file_path"])");
+  EXPECT_TRUE(api.at("properties").as_object().contains("file_path"));
+  EXPECT_TRUE(api.at("properties").at("opts").at("properties").as_object().contains("max_depth"));
+  EXPECT_TRUE(api.at("properties").at("opts").at("properties").as_object().contains("a.b")) << "dots are allowed";
+  const auto restored = restore_input_names(
+      schema, boost::json::parse(R"({"file_path":"/tmp/x","opts":{"max_depth":2},"items":[{"x_y":1}],"extra":true})"));
+  EXPECT_EQ(boost::json::serialize(restored),
+            R"({"file path":"/tmp/x","opts":{"max/depth":2},"items":[{"x y":1}],"extra":true})");
+}
+
+TEST(ToolRegistry, PropertyNameCollisionsAndLengthsStayWithinTheCap) {
+  EXPECT_EQ(sanitize_property_name(std::string(100, 'k')).size(), k_max_api_property);
+  const auto schema = boost::json::parse(R"({"properties":{"a b":{},"a_b":{}}})");
+  ToolRegistry r;
+  r.register_plugin("p", {protocol::ToolSpec{"t", "d", schema}});
+  const auto tool = r.find("p:t");  // a copy: find() returns by value
+  ASSERT_TRUE(tool);
+  const auto& props = tool->api_input_schema.at("properties").as_object();
+  EXPECT_TRUE(props.contains("a_b"));
+  EXPECT_TRUE(props.contains("a_b_2"));
+  EXPECT_EQ(boost::json::serialize(restore_input_names(schema, boost::json::parse(R"({"a_b":1,"a_b_2":2})"))),
+            R"({"a b":1,"a_b":2})");
 }
 
 }  // namespace
