@@ -16,12 +16,7 @@ using exthost::testing::write_fake_plugin;
 
 class InboundTest : public ::testing::Test {
  protected:
-  exthost::HostOptions options() {
-    exthost::HostOptions o;
-    o.home = root.path() / "home";
-    o.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    return o;
-  }
+  exthost::HostOptions options() { return exthost::testing::isolated_options(root.path() / "home"); }
   TempRoot root{"inbound"};
 };
 

@@ -18,12 +18,7 @@ using exthost::testing::write_fake_plugin;
 
 class SessionHooksTest : public ::testing::Test {
  protected:
-  exthost::HostOptions options() {
-    exthost::HostOptions o;
-    o.home = root.path() / "home";
-    o.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    return o;
-  }
+  exthost::HostOptions options() { return exthost::testing::isolated_options(root.path() / "home"); }
   fs::path plugins() const { return root.path() / "home" / "plugins"; }
   std::vector<json::object> recorded(const fs::path& file) {
     std::vector<json::object> out;

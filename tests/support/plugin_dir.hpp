@@ -11,7 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "exthost/host.hpp"
+
 namespace exthost::testing {
+
+// Host options isolated from the machine: the home under `home`, an empty environment.
+inline HostOptions isolated_options(const std::filesystem::path& home) {
+  HostOptions o;
+  o.home = home;
+  o.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  return o;
+}
 
 // A temporary root for one test: <tmp>/exthost-<tag>-<pid>-<test>, removed afterwards.
 class TempRoot {
