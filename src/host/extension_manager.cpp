@@ -214,7 +214,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
         const auto* caps = model.capabilities.if_object();
         const auto* tool_use = caps ? caps->if_contains("tool_use") : nullptr;
         if (tool_use != nullptr && tool_use->is_bool() && tool_use->get_bool()) {
-          util::log().warn("Provider '{}:{}' is tool-use capable: it can request host tools through provider "
+          util::log().info("Provider '{}:{}' is tool-use capable: it can request host tools through provider "
                            "mediation.",
                            id, p.id);
           break;
