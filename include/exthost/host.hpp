@@ -217,6 +217,10 @@ class Host {
   // budget while the command runs.
   Result<CommandOutput> invoke_command(const std::string& id, const std::string& command,
                                        const std::vector<std::string>& args);
+  // The same, handing each retained event (JSON text, as in CommandOutput::events_json) to
+  // `on_event` as soon as it is kept, for a live display.
+  Result<CommandOutput> invoke_command(const std::string& id, const std::string& command,
+                                       const std::vector<std::string>& args, EventCallback on_event);
 
   // One model turn through the extension's provider: provider.complete's params and result
   // as JSON text.

@@ -94,20 +94,21 @@ Result<boost::json::value> parse_json_arg(const std::string& id, const char* met
 
 std::string json_text(const boost::json::value& v) { return wire::to_json(v); }
 
+std::string event_text(const runtime::InvokeCommandEvent& e) {
+  if (const auto* o = std::get_if<protocol::CommandOutputEvent>(&e)) return json_text(protocol::to_json(*o));
+  return json_text(protocol::to_json(std::get<protocol::TaskEvent>(e)));
+}
+
 asio::awaitable<Result<CommandOutput>> invoke_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string command,
-                                                    std::vector<std::string> args) {
+                                                    std::vector<std::string> args, EventCallback on_event) {
+  runtime::RetainedEventObserver observer;
+  if (on_event) observer = [&on_event](const runtime::InvokeCommandEvent& e) { on_event(event_text(e)); };
   auto collected = co_await runtime::invoke_command_collected(*ext, std::move(command), std::move(args),
-                                                             runtime::fresh_request_id());
+                                                             runtime::fresh_request_id(), {}, std::move(observer));
   if (!collected.result) co_return std::move(collected.result).error();
   CommandOutput out;
   out.result_json = json_text(collected.result.value());
-  for (const auto& e : collected.report.events) {
-    if (const auto* o = std::get_if<protocol::CommandOutputEvent>(&e)) {
-      out.events_json.push_back(json_text(protocol::to_json(*o)));
-    } else {
-      out.events_json.push_back(json_text(protocol::to_json(std::get<protocol::TaskEvent>(e))));
-    }
-  }
+  for (const auto& e : collected.report.events) out.events_json.push_back(event_text(e));
   const auto& c = collected.report.counters;
   out.counters = OutputCounters{c.produced_events, c.produced_payload_bytes, c.retained_events, c.retained_payload_bytes,
                                 c.truncated_events, c.truncated_payload_bytes, c.dropped_events, c.dropped_payload_bytes,
@@ -374,7 +375,14 @@ Result<CommandOutput> Host::invoke_command(const std::string& id, const std::str
                                            const std::vector<std::string>& args) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(invoke_on_io(std::move(ext), command, args));
+  return m_impl->run(invoke_on_io(std::move(ext), command, args, {}));
+}
+
+Result<CommandOutput> Host::invoke_command(const std::string& id, const std::string& command,
+                                           const std::vector<std::string>& args, EventCallback on_event) {
+  auto ext = m_impl->find(id);
+  if (!ext) return not_found(id);
+  return m_impl->run(invoke_on_io(std::move(ext), command, args, std::move(on_event)));
 }
 
 Result<std::string> Host::complete(const std::string& id, const std::string& params_json) {

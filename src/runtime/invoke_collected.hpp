@@ -22,7 +22,8 @@ struct CollectedInvocation {
 boost::asio::awaitable<CollectedInvocation> invoke_command_collected(ExtensionHandler& handler, std::string command,
                                                                     std::vector<std::string> args,
                                                                     std::string request_id,
-                                                                    InvokeOutputBudget budget = {});
+                                                                    InvokeOutputBudget budget = {},
+                                                                    RetainedEventObserver observer = {});
 
 // A fresh request id for command.invoke: a random UUID, version 4.
 std::string fresh_request_id();

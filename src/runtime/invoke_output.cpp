@@ -69,6 +69,7 @@ void InvokeOutputCollector::retain(InvokeCommandEvent event, std::size_t kept, b
   (control ? m_control_bytes : m_ordinary_bytes) += kept;
   m_report.counters.retained_events += 1;
   m_report.counters.retained_payload_bytes += kept;
+  if (m_observer) m_observer(event);
   m_report.events.push_back(std::move(event));
 }
 

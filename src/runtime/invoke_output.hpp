@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <functional>
 #include <set>
 #include <string>
 #include <variant>
@@ -83,9 +84,13 @@ struct InvokeOutputReport {
 };
 
 // The consuming side's rules (SPEC §7.4), without any I/O.
+// Sees each event the collector keeps, at the moment it keeps it (live display).
+using RetainedEventObserver = std::function<void(const InvokeCommandEvent&)>;
+
 class InvokeOutputCollector {
  public:
   explicit InvokeOutputCollector(InvokeOutputBudget budget = {}) : m_budget(budget) {}
+  void observe(RetainedEventObserver observer) { m_observer = std::move(observer); }
   void ingest(InvokeCommandEvent event);
   // The retained events and counters; `produced_*` come from the sink's meter.
   InvokeOutputReport finish(std::uint64_t produced_events, std::uint64_t produced_payload_bytes) &&;
@@ -96,6 +101,7 @@ class InvokeOutputCollector {
   void drop(const InvokeCommandEvent& event, std::size_t weight);
 
   InvokeOutputBudget m_budget;
+  RetainedEventObserver m_observer;  // may be empty
   InvokeOutputReport m_report;
   std::size_t m_ordinary_bytes = 0;
   std::size_t m_control_bytes = 0;
@@ -120,6 +126,8 @@ class InvokeEventChannel {
   boost::asio::awaitable<InvokeOutputReport> collect();
   // Consumer gone without collecting (tests of a closed collector).
   void abandon() { m_queue.abandon(); }
+  // Each retained event goes to `observer` too, as it is retained (before collect() ends).
+  void observe(RetainedEventObserver observer) { m_collector.observe(std::move(observer)); }
 
  private:
   rpc::BoundedQueue<InvokeCommandEvent> m_queue;

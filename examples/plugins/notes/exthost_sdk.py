@@ -1,0 +1,1 @@
+../../../sdk/python/exthost_sdk.py
