@@ -8,6 +8,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include <boost/json.hpp>
+
 #include "../support/proc.hpp"
 
 namespace {
@@ -167,6 +169,127 @@ TEST_F(Cli, AConfiguredSecretNeverAppearsInTheCapturedLog) {
   EXPECT_FALSE(log.empty());
   EXPECT_EQ(log.find("s3cr3t-never-logged"), std::string::npos) << log;
   EXPECT_EQ(ok.out.find("s3cr3t-never-logged"), std::string::npos) << ok.out;
+}
+
+}  // namespace
+
+namespace {
+
+// The example plugins, as the source tree and the build tree hold them.
+const fs::path k_examples = fs::path(EXTHOST_SOURCE_DIR) / "examples" / "plugins";
+const fs::path k_built_examples = fs::path(EXTHOST_BINARY_DIR) / "examples" / "plugins";
+
+TEST_F(Cli, HookPrintsTheGuardsVerdictAsTextAndJson) {
+  const std::string guard = (k_examples / "guard").string();
+  auto blocked = run("hook " + guard + R"( before_tool_call '{"tool_name":"bash","tool_input":{"command":"rm -rf /home"}}')");
+  EXPECT_EQ(blocked.exit_code, 0) << last_stderr();
+  EXPECT_EQ(blocked.out, "block: rm -rf outside /tmp is not allowed: rm -rf /home\n");
+  auto allowed = run("hook " + guard + R"( before_tool_call '{"tool_input":{"command":"rm -rf /tmp/scratch"}}' --json)");
+  EXPECT_EQ(allowed.out, "{\"result\":{\"action\":\"continue\"}}\n");
+  auto bad = run("hook " + guard + " before_tool_call '[1]'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(last_stderr().find("EVENT_JSON must be a JSON object"), std::string::npos);
+  EXPECT_EQ(run("hook " + guard + " on_crash").exit_code, 2);
+}
+
+TEST_F(Cli, ListHealthAndStatsCoverEveryInstalledPlugin) {
+  const fs::path home = dir.parent_path() / "home";
+  fs::create_directories(home / "plugins");
+  fs::copy(k_examples / "echo", home / "plugins" / "echo", fs::copy_options::recursive);  // the SDK link resolved
+  fs::copy(k_built_examples / "tasks", home / "plugins" / "tasks", fs::copy_options::recursive);
+  fs::create_directories(home / "plugins" / "broken" / ".synaps-plugin");
+  std::ofstream(home / "plugins" / "broken" / ".synaps-plugin" / "plugin.json") << "{oops";
+  const std::string h = " --home " + home.string();
+
+  auto list = run("list" + h);
+  EXPECT_EQ(list.exit_code, 4) << "a plugin failed to load";
+  EXPECT_NE(list.out.find("plugin  health   tools  hooks  providers\n"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("echo    running  1      0      0\n"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("tasks   running  1      0      0\n"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("failed broken: Invalid plugin manifest JSON"), std::string::npos) << list.out;
+  auto list_json = run("list --json" + h);
+  const auto lj = boost::json::parse(list_json.out).as_object();
+  EXPECT_EQ(lj.at("extensions").as_array().size(), 2u);
+  EXPECT_EQ(lj.at("failed").as_array().at(0).at("plugin"), "broken");
+
+  auto health = run("health" + h);
+  EXPECT_NE(health.out.find("echo: running (restarts 0, generation 2)\n"), std::string::npos) << health.out;
+  auto health_json = run("health " + (home / "plugins" / "echo").string() + " --json" + h);
+  EXPECT_EQ(health_json.exit_code, 0) << last_stderr();
+  EXPECT_EQ(health_json.out,
+            R"({"extensions":[{"id":"echo","health":"running","restart_count":0,"lifecycle":{"generation":2,"health":"running"}}],"failed":[]})"
+            "\n");
+
+  auto stats = run("stats " + (home / "plugins" / "echo").string() + h);
+  EXPECT_NE(stats.out.find("echo  running\n  frames   in "), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("restarts 0, generation 2"), std::string::npos) << stats.out;
+  auto stats_json = run("stats " + (home / "plugins" / "echo").string() + " --json" + h);
+  const auto sj = boost::json::parse(stats_json.out).as_object();
+  EXPECT_EQ(sj.at("extensions").as_array().at(0).at("id"), "echo");
+  EXPECT_GE(sj.at("extensions").as_array().at(0).at("stats").at("frames_in").as_int64(), 1);
+}
+
+TEST_F(Cli, InvokeShowsTasksAndATableFromTheCppExample) {
+  auto r = run("invoke " + (k_built_examples / "tasks").string() + " report " + (k_examples / "echo").string());
+  EXPECT_EQ(r.exit_code, 0) << last_stderr();
+  EXPECT_NE(r.out.find("[task scan] Scanning echo (generic)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[task scan] done\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nfile "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nextension.py "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << "no colour when stdout is not a terminal";
+}
+
+TEST_F(Cli, ExamplesRunThroughTheirSdks) {
+  const fs::path home = dir.parent_path() / "home";
+  const std::string h = " --home " + home.string();
+  const std::string notes = (k_examples / "notes").string();
+  EXPECT_EQ(run("call " + notes + R"( add_note '{"text":"buy milk","tag":"errand"}')" + h).exit_code, 0) << last_stderr();
+  auto found = run("call " + notes + R"( find_notes '{"text":"MILK"}' --json)" + h);
+  EXPECT_EQ(found.out, "{\"result\":{\"content\":\"buy milk\",\"count\":1}}\n") << last_stderr();
+  auto streamed = run("complete " + (k_examples / "mockllm").string() + R"( '{"model":"mock-1","messages":[]}' --stream)");
+  EXPECT_EQ(streamed.out, "Hello from a mock model that streams word by word.\n");
+  auto asked = run("complete " + (k_examples / "mockllm").string() + R"( '{"model":"mock-1","messages":[]}' --json)");
+  EXPECT_NE(asked.out.find(R"("type":"tool_use","id":"toolu_1","name":"echo")"), std::string::npos) << asked.out;
+  EXPECT_EQ(run("call " + (k_examples / "echo").string() + R"( echo '{"text":"hi"}')").out, "{\"content\":\"echo: hi\"}\n");
+}
+
+TEST_F(Cli, ConformancePassesEveryCheckForTheExamples) {
+  for (const fs::path p : {k_examples / "echo", k_examples / "guard", k_examples / "notes", k_examples / "mockllm",
+                           k_built_examples / "tasks", k_built_examples / "wordcount"}) {
+    auto r = run("conformance " + p.string());
+    EXPECT_EQ(r.exit_code, 0) << p << "\n" << r.out;
+    EXPECT_NE(r.out.find("9 of 9 checks passed\n"), std::string::npos) << r.out;
+  }
+  manifest("echo");
+  auto json = run("conformance " + dir.string() + " --json");
+  const auto j = boost::json::parse(json.out).as_object();
+  EXPECT_EQ(j.at("passed"), true);
+  EXPECT_EQ(j.at("checks").as_array().size(), 9u);
+}
+
+// Each broken fixture is caught by the check named for what it breaks.
+TEST_F(Cli, ConformanceNamesEachBrokenBehaviour) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"stray", "stdout-clean"},       {"wrong-id", "id-echo"},        {"bad-tools", "tool-specs"},
+      {"huge-frame", "frame-cap"},     {"bad-protocol", "initialize-shape"}, {"ignore-sigterm", "shutdown"},
+      {"hang-init", "framing"},        {"unknown-method", "shutdown"}};
+  for (const auto& [mode, failing] : cases) {
+    manifest(mode);
+    auto r = run("conformance " + dir.string() + " --json --timeout 1");
+    EXPECT_EQ(r.exit_code, 4) << mode;
+    const auto j = boost::json::parse(r.out).as_object();
+    EXPECT_EQ(j.at("passed"), false) << mode;
+    bool found = false;
+    for (const auto& c : j.at("checks").as_array()) {
+      if (c.at("name").as_string() == failing) {
+        found = true;
+        EXPECT_EQ(c.at("passed"), false) << mode << " should fail " << failing << ": " << r.out;
+        EXPECT_FALSE(c.at("detail").as_string().empty()) << mode;
+      }
+    }
+    EXPECT_TRUE(found) << failing;
+  }
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The exthost command: load a plugin, report on it, call its tools.
+// The exthost command: test a plugin, run its tools, hooks, commands and providers, look at
+// every installed plugin, check a plugin against the protocol, or serve the host API.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -6,42 +7,46 @@
 #include <vector>
 
 #include "exit_codes.hpp"
+#include "exthost/conformance.hpp"
 #include "exthost/host.hpp"
 #include "exthost/json_text.hpp"
 #include "exthost/serve.hpp"
 #include "exthost/version.hpp"
+#include "progress.hpp"
 #include "render.hpp"
+#include "style.hpp"
 
 namespace {
 
 using namespace exthost;
+using namespace exthost::cli;
 
 // `s` as a JSON string literal.
 std::string json_string(std::string_view s) { return boost::json::serialize(boost::json::string_view(s.data(), s.size())); }
-using namespace exthost::cli;
+
+// What every verb shares.
+struct Options {
+  std::string dir;
+  bool json = false;
+  double timeout = 0;
+  std::string home;
+  std::string project;
+};
+
+Style out_style() { return Style::for_stream(stdout); }
 
 int fail(const Error& e) {
-  std::cerr << "exthost: error: " << e.message << "\n";
+  const Style s = Style::for_stream(stderr);
+  std::cerr << s.red("exthost: error:") << " " << e.message << "\n";
   return exit_code_for(e.kind);
 }
 
-void print_info(const ExtensionInfo& info) {
-  std::printf("plugin:     %s\n", info.id.c_str());
-  std::printf("health:     %s\n", std::string(to_string(info.health)).c_str());
-  std::printf("generation: %llu\n", static_cast<unsigned long long>(info.generation));
-  std::printf("initialize: %.1f ms (spawn to answer)\n", info.init_ms);
-  std::printf("tools:      %zu\n", info.tools.size());
-  for (const auto& t : info.tools) std::printf("  %-20s %s\n", t.name.c_str(), t.description.c_str());
-}
-
-// Set by --home on any verb: the exthost home to use instead of the default.
-std::string g_home;
-
-HostOptions options_with_timeout(double timeout_seconds) {
+HostOptions host_options(const Options& o) {
   HostOptions opts;
-  opts.home = g_home;
-  if (timeout_seconds > 0) {
-    const auto ms = std::chrono::milliseconds(static_cast<long long>(timeout_seconds * 1000));
+  opts.home = o.home;
+  opts.project_dir = o.project;
+  if (o.timeout > 0) {
+    const auto ms = std::chrono::milliseconds(static_cast<long long>(o.timeout * 1000));
     opts.tool_call_timeout = ms;
     opts.initialize_timeout = ms;
     opts.other_timeout = ms;
@@ -52,11 +57,37 @@ HostOptions options_with_timeout(double timeout_seconds) {
   return opts;
 }
 
+std::string health_text(const Style& s, Health h) {
+  const std::string name(to_string(h));
+  if (h == Health::running) return s.green(name);
+  if (h == Health::degraded || h == Health::restarting) return s.yellow(name);
+  return s.red(name);
+}
+
+void print_info(const ExtensionInfo& info) {
+  const Style s = out_style();
+  std::printf("plugin:     %s\n", s.bold(info.id).c_str());
+  std::printf("health:     %s\n", health_text(s, info.health).c_str());
+  std::printf("generation: %llu\n", static_cast<unsigned long long>(info.generation));
+  std::printf("initialize: %.1f ms (spawn to answer)\n", info.init_ms);
+  std::printf("tools:      %zu\n", info.tools.size());
+  for (const auto& t : info.tools) std::printf("  %-20s %s\n", t.name.c_str(), t.description.c_str());
+  if (!info.hooks.empty()) {
+    std::printf("hooks:      %zu\n", info.hooks.size());
+    for (const auto& h : info.hooks) {
+      std::printf("  %s%s\n", h.kind.c_str(), h.tool ? (" (tool " + *h.tool + ")").c_str() : "");
+    }
+  }
+  for (const auto& p : info.providers) {
+    std::printf("provider:   %s (%zu models)\n", p.id.c_str(), p.models.size());
+  }
+}
+
 // Loads the plugin, runs `op` on it, unloads it; errors exit with their code.
 template <class Op>
-int with_plugin(const std::string& dir, double timeout, Op op) {
-  Host host(options_with_timeout(timeout));
-  auto info = host.load(dir);
+int with_plugin(const Options& o, Op op) {
+  Host host(host_options(o));
+  auto info = host.load(o.dir);
   if (!info) return fail(info.error());
   const int rc = op(host, *info);
   auto stopped = host.unload(info->id);
@@ -64,9 +95,26 @@ int with_plugin(const std::string& dir, double timeout, Op op) {
   return rc;
 }
 
-int run_check(const std::string& dir, bool json, double timeout) {
-  return with_plugin(dir, timeout, [&](Host&, const ExtensionInfo& info) {
-    if (json) {
+// Loads the one plugin given, or discovers every installed one; runs `op` on the host.
+template <class Op>
+int with_plugins(const Options& o, Op op) {
+  Host host(host_options(o));
+  DiscoveryReport report;
+  if (!o.dir.empty()) {
+    auto info = host.load(o.dir);
+    if (!info) return fail(info.error());
+    report.loaded.push_back(info->id);
+  } else {
+    report = host.discover();
+  }
+  const int rc = op(host, report);
+  host.shutdown_all();
+  return rc;
+}
+
+int run_check(const Options& o) {
+  return with_plugin(o, [&](Host&, const ExtensionInfo& info) {
+    if (o.json) {
       std::printf("%s\n", to_json_text(info).c_str());
     } else {
       print_info(info);
@@ -75,22 +123,49 @@ int run_check(const std::string& dir, bool json, double timeout) {
   });
 }
 
-int run_call(const std::string& dir, const std::string& tool, const std::string& input, bool json, double timeout) {
-  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
+int run_call(const Options& o, const std::string& tool, const std::string& input) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
     auto result = host.call_tool(info.id, tool, input);
     if (!result) return fail(result.error());
-    std::printf(json ? "{\"result\":%s}\n" : "%s\n", result->c_str());
+    std::printf(o.json ? "{\"result\":%s}\n" : "%s\n", result->c_str());
     return static_cast<int>(k_exit_ok);
   });
 }
 
-int run_invoke(const std::string& dir, const std::string& command, const std::vector<std::string>& args, bool json,
-               double timeout) {
-  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
-    auto out = host.invoke_command(info.id, command, args);
-    if (!out) return fail(out.error());
-    if (json) {  // JSON lines: every event, the notice if any, then the result
-      for (const auto& e : out->events_json) std::printf("{\"event\":%s}\n", e.c_str());
+int run_hook(const Options& o, const std::string& kind, const std::string& event) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo&) {
+    boost::system::error_code ec;
+    auto parsed = boost::json::parse(event.empty() ? std::string("{}") : event, ec);
+    if (ec || !parsed.is_object()) return fail(Error::usage("hook.handle: EVENT_JSON must be a JSON object"));
+    parsed.as_object()["kind"] = kind;
+    auto result = host.emit_hook(boost::json::serialize(parsed));
+    if (!result) return fail(result.error());
+    if (o.json) {
+      std::printf("{\"result\":%s}\n", result->c_str());
+      return static_cast<int>(k_exit_ok);
+    }
+    const Style s = out_style();
+    const auto r = boost::json::parse(*result).as_object();
+    const std::string action(r.at("action").as_string());
+    std::string detail;
+    for (const char* key : {"reason", "content", "message", "output", "phase"}) {
+      if (r.contains(key)) detail = std::string(r.at(key).as_string());
+    }
+    if (r.contains("input")) detail = boost::json::serialize(r.at("input"));
+    const std::string shown = action == "block" ? s.red(action) : action == "continue" ? s.green(action) : s.yellow(action);
+    std::printf("%s%s\n", shown.c_str(), detail.empty() ? "" : (": " + detail).c_str());
+    return static_cast<int>(k_exit_ok);
+  });
+}
+
+int run_invoke(const Options& o, const std::string& command, const std::vector<std::string>& args) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
+    if (o.json) {  // JSON lines: every event as it is kept, the notice if any, then the result
+      auto out = host.invoke_command(info.id, command, args, [](const std::string& e) {
+        std::printf("{\"event\":%s}\n", e.c_str());
+        std::fflush(stdout);
+      });
+      if (!out) return fail(out.error());
       if (out->limit_notice) {
         std::printf("{\"notice\":%s,\"error\":%s}\n", json_string(*out->limit_notice).c_str(),
                     out->limit_notice_is_error ? "true" : "false");
@@ -98,18 +173,27 @@ int run_invoke(const std::string& dir, const std::string& command, const std::ve
       std::printf("{\"result\":%s}\n", out->result_json.c_str());
       return static_cast<int>(k_exit_ok);
     }
-    for (const auto& e : out->events_json) std::fputs(render_event(e).c_str(), stdout);
-    if (out->limit_notice) std::fprintf(out->limit_notice_is_error ? stderr : stdout, "%s\n", out->limit_notice->c_str());
+    const Style s = out_style();
+    Result<CommandOutput> out = Error::internal("not run");
+    {
+      TaskBoard board(stdout, s.colour(), s);  // live bars only on a terminal
+      out = host.invoke_command(info.id, command, args, [&board](const std::string& e) { board.show(e); });
+    }
+    if (!out) return fail(out.error());
+    if (out->limit_notice) {
+      const Style err = Style::for_stream(out->limit_notice_is_error ? stderr : stdout);
+      std::fprintf(out->limit_notice_is_error ? stderr : stdout, "%s\n", err.yellow(*out->limit_notice).c_str());
+    }
     return static_cast<int>(k_exit_ok);
   });
 }
 
-int run_complete(const std::string& dir, const std::string& params, bool stream, bool json, double timeout) {
-  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
+int run_complete(const Options& o, const std::string& params, bool stream) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
     Result<std::string> result = Error::internal("not run");
     if (stream) {
-      result = host.stream(info.id, params, [json](const std::string& event) {
-        if (json) {
+      result = host.stream(info.id, params, [&o](const std::string& event) {
+        if (o.json) {
           std::printf("{\"event\":%s}\n", event.c_str());
         } else {
           const auto e = boost::json::parse(event).as_object();
@@ -121,7 +205,7 @@ int run_complete(const std::string& dir, const std::string& params, bool stream,
       result = host.complete(info.id, params);
     }
     if (!result) return fail(result.error());
-    if (json) {
+    if (o.json) {
       std::printf("{\"result\":%s}\n", result->c_str());
     } else if (stream) {
       std::printf("\n");
@@ -132,23 +216,160 @@ int run_complete(const std::string& dir, const std::string& params, bool stream,
   });
 }
 
-int run_info(const std::string& dir, bool json, double timeout) {
-  return with_plugin(dir, timeout, [&](Host& host, const ExtensionInfo& info) {
+int run_info(const Options& o) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
     auto r = host.info(info.id);
     if (!r) return fail(r.error());
-    std::printf(json ? "{\"info\":%s}\n" : "%s\n", r->c_str());
+    std::printf(o.json ? "{\"info\":%s}\n" : "%s\n", r->c_str());
     return static_cast<int>(k_exit_ok);
   });
 }
 
-// Every verb takes a plugin directory, --json and --timeout.
-CLI::App* verb(CLI::App& app, const char* name, const char* what, std::string& dir, bool& json, const char* json_help,
-               double& timeout, const char* timeout_default) {
+void print_failures(const DiscoveryReport& report) {
+  const Style s = out_style();
+  for (const auto& f : report.failed) {
+    std::printf("%s %s: %s\n", s.red("failed").c_str(), f.plugin.c_str(), f.concise_message().c_str());
+  }
+}
+
+int run_list(const Options& o) {
+  return with_plugins(o, [&](Host& host, const DiscoveryReport& report) {
+    const auto all = host.list();
+    if (o.json) {
+      std::string out = "{\"extensions\":[";
+      for (std::size_t i = 0; i < all.size(); ++i) out += (i ? "," : "") + to_json_text(all[i]);
+      out += "],\"failed\":[";
+      for (std::size_t i = 0; i < report.failed.size(); ++i) out += (i ? "," : "") + to_json_text(report.failed[i]);
+      std::printf("%s]}\n", out.c_str());
+      return static_cast<int>(k_exit_ok);
+    }
+    boost::json::array rows;
+    for (const auto& info : all) {
+      rows.push_back(boost::json::array{info.id, std::string(to_string(info.health)), std::to_string(info.tools.size()),
+                                        std::to_string(info.hooks.size()), std::to_string(info.providers.size())});
+    }
+    if (!all.empty()) {
+      std::fputs(render_table(boost::json::object{{"headers", boost::json::array{"plugin", "health", "tools", "hooks",
+                                                                                  "providers"}},
+                                                  {"rows", rows}})
+                     .c_str(),
+                 stdout);
+    } else {
+      std::printf("no plugins under %s\n", (host.home() / "plugins").c_str());
+    }
+    print_failures(report);
+    return report.failed.empty() ? static_cast<int>(k_exit_ok) : static_cast<int>(k_exit_extension);
+  });
+}
+
+std::string health_json(Host& host, const std::string& id) {
+  auto info = host.extension_info(id);
+  auto life = host.lifecycle(id);
+  std::string out = "{\"id\":" + json_string(id) + ",\"health\":" + json_string(to_string(info->health)) +
+                    ",\"restart_count\":" + std::to_string(info->restart_count) + ",\"lifecycle\":";
+  out += life ? "{\"generation\":" + std::to_string(life->generation) + ",\"health\":" +
+                    json_string(to_string(life->health)) + "}"
+              : std::string("null");
+  return out + "}";
+}
+
+int run_health(const Options& o) {
+  return with_plugins(o, [&](Host& host, const DiscoveryReport& report) {
+    const Style s = out_style();
+    if (o.json) {
+      std::string out = "{\"extensions\":[";
+      for (std::size_t i = 0; i < report.loaded.size(); ++i) out += (i ? "," : "") + health_json(host, report.loaded[i]);
+      out += "],\"failed\":[";
+      for (std::size_t i = 0; i < report.failed.size(); ++i) out += (i ? "," : "") + to_json_text(report.failed[i]);
+      std::printf("%s]}\n", out.c_str());
+    } else {
+      for (const auto& id : report.loaded) {
+        auto info = host.extension_info(id);
+        std::printf("%s: %s (restarts %zu, generation %llu)\n", s.bold(id).c_str(), health_text(s, info->health).c_str(),
+                    info->restart_count, static_cast<unsigned long long>(info->generation));
+      }
+      print_failures(report);
+    }
+    return report.failed.empty() ? static_cast<int>(k_exit_ok) : static_cast<int>(k_exit_extension);
+  });
+}
+
+int run_stats(const Options& o) {
+  return with_plugins(o, [&](Host& host, const DiscoveryReport& report) {
+    if (o.json) {
+      std::string out = "{\"extensions\":[";
+      for (std::size_t i = 0; i < report.loaded.size(); ++i) {
+        out += (i ? "," : "") + std::string("{\"id\":") + json_string(report.loaded[i]) +
+               ",\"stats\":" + to_json_text(*host.stats(report.loaded[i])) + "}";
+      }
+      std::printf("%s]}\n", out.c_str());
+      return static_cast<int>(k_exit_ok);
+    }
+    const Style s = out_style();
+    for (const auto& id : report.loaded) {
+      const auto st = *host.stats(id);
+      std::printf("%s  %s\n", s.bold(id).c_str(), health_text(s, st.health).c_str());
+      std::printf("  frames   in %llu (%llu bytes), out %llu (%llu bytes)\n", static_cast<unsigned long long>(st.frames_in),
+                  static_cast<unsigned long long>(st.bytes_in), static_cast<unsigned long long>(st.frames_out),
+                  static_cast<unsigned long long>(st.bytes_out));
+      std::printf("  calls    ok %llu, application errors %llu, transport errors %llu, timeouts %llu, cancelled %llu\n",
+                  static_cast<unsigned long long>(st.calls_ok), static_cast<unsigned long long>(st.calls_application_error),
+                  static_cast<unsigned long long>(st.calls_transport_error),
+                  static_cast<unsigned long long>(st.calls_timeout), static_cast<unsigned long long>(st.calls_cancelled));
+      std::printf("  notices  delivered %llu, dropped %llu, late replies %llu, inbound requests %llu\n",
+                  static_cast<unsigned long long>(st.notifications_delivered),
+                  static_cast<unsigned long long>(st.notifications_dropped),
+                  static_cast<unsigned long long>(st.late_replies), static_cast<unsigned long long>(st.inbound_requests));
+      std::printf("  restarts %llu, generation %llu\n", static_cast<unsigned long long>(st.restarts),
+                  static_cast<unsigned long long>(st.generation));
+    }
+    return static_cast<int>(k_exit_ok);
+  });
+}
+
+int run_conformance(const Options& o) {
+  const auto step = o.timeout > 0 ? std::chrono::milliseconds(static_cast<long long>(o.timeout * 1000))
+                                  : std::chrono::milliseconds(5000);
+  const auto report = check_conformance(o.dir, step);
+  if (o.json) {
+    boost::json::array checks;
+    for (const auto& c : report.checks) {
+      checks.push_back(boost::json::object{{"name", c.name}, {"what", c.what}, {"passed", c.passed}, {"detail", c.detail}});
+    }
+    std::printf("%s\n", boost::json::serialize(boost::json::object{{"plugin", report.plugin},
+                                                                    {"passed", report.passed()},
+                                                                    {"checks", std::move(checks)},
+                                                                    {"stderr_tail", report.stderr_tail}})
+                            .c_str());
+  } else {
+    const Style s = out_style();
+    std::printf("conformance of %s\n", s.bold(report.plugin).c_str());
+    for (const auto& c : report.checks) {
+      std::printf("  %s  %-17s %s%s\n", c.passed ? s.green("pass").c_str() : s.red("FAIL").c_str(), c.name.c_str(),
+                  c.what.c_str(), c.detail.empty() ? "" : (c.passed ? s.dim(" (" + c.detail + ")") : "\n        " + c.detail).c_str());
+    }
+    std::size_t passed = 0;
+    for (const auto& c : report.checks) passed += c.passed ? 1 : 0;
+    std::printf("%zu of %zu checks passed\n", passed, report.checks.size());
+    if (!report.passed() && !report.stderr_tail.empty()) std::printf("stderr tail:\n%s\n", report.stderr_tail.c_str());
+  }
+  return report.passed() ? static_cast<int>(k_exit_ok) : static_cast<int>(k_exit_extension);
+}
+
+constexpr const char* k_home_help = "exthost home (default $EXTHOST_HOME, else $XDG_DATA_HOME/exthost)";
+
+// A verb that takes a plugin directory (required or not), --json, --timeout and --home.
+CLI::App* verb(CLI::App& app, const char* name, const char* what, Options& o, bool dir_required, const char* json_help,
+               const char* timeout_default) {
   auto* sub = app.add_subcommand(name, what);
-  sub->add_option("PLUGIN_DIR", dir, "Plugin directory (holds .synaps-plugin/plugin.json)")->required();
-  sub->add_flag("--json", json, json_help);
-  sub->add_option("--timeout", timeout, std::string("Deadline in seconds (default ") + timeout_default + ")");
-  sub->add_option("--home", g_home, "exthost home (default $EXTHOST_HOME, else $XDG_DATA_HOME/exthost)");
+  auto* dir = sub->add_option("PLUGIN_DIR", o.dir,
+                              dir_required ? "Plugin directory (holds .synaps-plugin/plugin.json)"
+                                           : "Plugin directory; without one, every installed plugin");
+  if (dir_required) dir->required();
+  sub->add_flag("--json", o.json, json_help);
+  sub->add_option("--timeout", o.timeout, std::string("Deadline in seconds (default ") + timeout_default + ")");
+  sub->add_option("--home", o.home, k_home_help);
+  if (!dir_required) sub->add_option("--project", o.project, "Project folder: also search <project>/.exthost/plugins");
   return sub;
 }
 
@@ -156,41 +377,48 @@ CLI::App* verb(CLI::App& app, const char* name, const char* what, std::string& d
 
 int main(int argc, char** argv) {
   CLI::App app{"exthost — host AI-agent extensions (JSON-RPC 2.0 over stdio) and test them."};
-  app.footer(k_exit_code_table);
+  app.footer(std::string(k_exit_code_table) + "\nColour only on a terminal; NO_COLOR turns it off.");
   app.set_version_flag("--version", std::string(k_version));
   app.require_subcommand(1);
 
-  std::string dir, tool, input;
-  bool json = false;
-  double timeout = 0;
-
-  std::string command, params;
+  Options o;
+  std::string tool, input, kind, event, command, params;
   std::vector<std::string> command_args;
   bool stream = false;
 
-  auto* check = verb(app, "check", "Spawn and handshake a plugin's extension, report it, stop it.", dir, json,
-                     "Print one JSON object on stdout", timeout, "10, the handshake");
-  auto* call = verb(app, "call", "Call one tool of a plugin's extension and print its result.", dir, json,
-                    "Print {\"result\": <the extension's result>} on stdout", timeout, "120");
+  auto* check = verb(app, "check", "Spawn and handshake a plugin's extension, report it, stop it.", o, true,
+                     "Print one JSON object on stdout", "10, the handshake");
+  auto* call = verb(app, "call", "Call one tool of a plugin's extension and print its result.", o, true,
+                    "Print {\"result\": <the extension's result>} on stdout", "120");
   call->add_option("TOOL", tool, "Tool name, as the extension declares it")->required();
   call->add_option("INPUT_JSON", input, "Tool input as JSON (default {})");
-  auto* invoke = verb(app, "invoke", "Run a plugin's slash command and print its output.", dir, json,
-                      "Print JSON lines: {\"event\"} for each event, {\"notice\"}, then {\"result\"}", timeout, "120");
+  auto* hook = verb(app, "hook", "Send one hook event to a plugin's extension and print its answer.", o, true,
+                    "Print {\"result\": <HookResult>}", "5");
+  hook->add_option("KIND", kind, "Hook kind: before_tool_call, after_tool_call, before_message, …")->required();
+  hook->add_option("EVENT_JSON", event, "The rest of the event, e.g. {\"tool_name\":\"bash\",\"tool_input\":{…}}");
+  auto* invoke = verb(app, "invoke", "Run a plugin's slash command and print its output.", o, true,
+                      "Print JSON lines: {\"event\"} for each event, {\"notice\"}, then {\"result\"}", "120");
   invoke->add_option("COMMAND", command, "Command name")->required();
   invoke->add_option("ARGS", command_args, "Command arguments");
-  auto* complete = verb(app, "complete", "Ask a plugin's model provider for one turn and print it.", dir, json,
-                        "Print {\"result\"} (with --stream: an {\"event\"} line per event first)", timeout, "60");
+  auto* complete = verb(app, "complete", "Ask a plugin's model provider for one turn and print it.", o, true,
+                        "Print {\"result\"} (with --stream: an {\"event\"} line per event first)", "60");
   complete->add_option("PARAMS_JSON", params, "provider.complete params as JSON")->required();
   complete->add_flag("--stream", stream, "Use provider.stream and print text deltas as they arrive");
-  auto* info_cmd = verb(app, "info", "Print what a plugin's info.get answers.", dir, json, "Print {\"info\": <answer>}",
-                        timeout, "5");
-
-  std::string project;
+  auto* info_cmd = verb(app, "info", "Print what a plugin's info.get answers.", o, true, "Print {\"info\": <answer>}", "5");
+  auto* list = verb(app, "list", "Load every installed plugin (or the one given) and list them.", o, false,
+                    "Print {\"extensions\": [...], \"failed\": [...]}", "10 per plugin");
+  auto* health = verb(app, "health", "Load plugins and print each one's health.", o, false,
+                      "Print {\"extensions\": [{id, health, restart_count, lifecycle}], \"failed\"}", "10 per plugin");
+  auto* stats = verb(app, "stats", "Load plugins and print each one's counters.", o, false,
+                     "Print {\"extensions\": [{id, stats}]}", "10 per plugin");
+  auto* conformance = verb(app, "conformance", "Check a plugin's extension against the protocol, check by check.", o,
+                           true, "Print {plugin, passed, checks: [{name, what, passed, detail}], stderr_tail}",
+                           "5 per step");
   auto* serve_cmd = app.add_subcommand(
       "serve", "Serve the host API as JSON-RPC 2.0 on stdin/stdout (Content-Length framing); see docs/serve.md.");
-  serve_cmd->add_option("--home", g_home, "exthost home (default $EXTHOST_HOME, else $XDG_DATA_HOME/exthost)");
-  serve_cmd->add_option("--project", project, "Project folder: discovery also searches <project>/.exthost/plugins");
-  serve_cmd->add_option("--timeout", timeout, "Deadline in seconds for every extension method (default: per method)");
+  serve_cmd->add_option("--home", o.home, k_home_help);
+  serve_cmd->add_option("--project", o.project, "Project folder: discovery also searches <project>/.exthost/plugins");
+  serve_cmd->add_option("--timeout", o.timeout, "Deadline in seconds for every extension method (default: per method)");
 
   try {
     app.parse(argc, argv);
@@ -205,15 +433,19 @@ int main(int argc, char** argv) {
     return k_exit_usage;
   }
   try {
-    if (check->parsed()) return run_check(dir, json, timeout);
-    if (call->parsed()) return run_call(dir, tool, input, json, timeout);
-    if (invoke->parsed()) return run_invoke(dir, command, command_args, json, timeout);
-    if (complete->parsed()) return run_complete(dir, params, stream, json, timeout);
-    if (info_cmd->parsed()) return run_info(dir, json, timeout);
+    if (check->parsed()) return run_check(o);
+    if (call->parsed()) return run_call(o, tool, input);
+    if (hook->parsed()) return run_hook(o, kind, event);
+    if (invoke->parsed()) return run_invoke(o, command, command_args);
+    if (complete->parsed()) return run_complete(o, params, stream);
+    if (info_cmd->parsed()) return run_info(o);
+    if (list->parsed()) return run_list(o);
+    if (health->parsed()) return run_health(o);
+    if (stats->parsed()) return run_stats(o);
+    if (conformance->parsed()) return run_conformance(o);
     if (serve_cmd->parsed()) {
       ServeOptions options;
-      options.host = options_with_timeout(timeout);
-      options.host.project_dir = project;
+      options.host = host_options(o);
       return serve(options) == 0 ? k_exit_ok : k_exit_usage;
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,324 @@
+// conformance/conformance.cpp — the protocol checker: a scripted host at the byte level.
+//
+// Blocking and single-threaded on purpose: one child, poll() with deadlines, stdout kept
+// raw so that stray bytes are seen exactly; stderr drained alongside so the child never
+// blocks on it. The child is killed (group) and reaped however the checks end.
+#include "exthost/conformance.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cerrno>
+#include <optional>
+
+#include "host/manifest.hpp"
+#include "process/environment.hpp"
+#include "process/launcher.hpp"
+#include "protocol/initialize.hpp"
+#include "util/text.hpp"
+#include "wire/frame_parser.hpp"
+
+namespace exthost {
+namespace json = boost::json;
+namespace {
+
+// After answering shutdown, an extension must be gone within this (the protocol's promise).
+constexpr std::chrono::milliseconds k_exit_after_shutdown{2000};
+// The stderr kept for the report.
+constexpr std::size_t k_stderr_tail = 4096;
+
+using Clock = std::chrono::steady_clock;
+
+class Session {
+ public:
+  Session(process::Launched child, std::chrono::milliseconds step) : m_child(child), m_step(step) {}
+  ~Session() {
+    ::kill(-m_child.pid, SIGKILL);
+    ::close(m_child.stdin_fd);
+    ::close(m_child.stdout_fd);
+    ::close(m_child.stderr_fd);
+    if (!m_reaped) ::waitpid(m_child.pid, nullptr, 0);
+  }
+
+  bool write_all(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(m_child.stdin_fd, bytes.data(), bytes.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  // Writes a request in pieces: the header split mid-line, the body in two parts.
+  bool send_in_pieces(const json::value& message) {
+    const std::string body = json::serialize(message);
+    const std::string header = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    const std::size_t cut = body.size() / 2;
+    for (std::string_view piece : {std::string_view(header).substr(0, 7), std::string_view(header).substr(7),
+                                   std::string_view(body).substr(0, cut), std::string_view(body).substr(cut)}) {
+      if (!write_all(piece)) return false;
+      ::usleep(2000);  // separate reads on the other side, most of the time
+    }
+    return true;
+  }
+  bool send(const json::value& message) {
+    const std::string body = json::serialize(message);
+    return write_all("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+
+  // The next frame's JSON, within one step. Framing problems end the session's stdout.
+  std::optional<json::value> next() {
+    const auto deadline = Clock::now() + m_step;
+    for (;;) {
+      if (auto frame = take_frame()) return frame;
+      if (m_broken) return std::nullopt;
+      if (!pump(deadline)) return std::nullopt;
+    }
+  }
+  // The next frame that is not a notification (notifications are allowed at any time).
+  std::optional<json::value> next_reply() {
+    for (;;) {
+      auto v = next();
+      if (!v) return std::nullopt;
+      const auto* o = v->if_object();
+      if (o && o->contains("method") && !o->contains("id")) {
+        ++m_notifications;
+        continue;
+      }
+      return v;
+    }
+  }
+
+  // Waits for the process to exit within `bound`.
+  bool exits_within(std::chrono::milliseconds bound) {
+    const auto deadline = Clock::now() + bound;
+    while (Clock::now() < deadline) {
+      if (::waitpid(m_child.pid, nullptr, WNOHANG) == m_child.pid) {
+        m_reaped = true;
+        return true;
+      }
+      pump(Clock::now() + std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  const std::string& stray() const { return m_stray; }
+  std::size_t largest_frame() const { return m_largest; }
+  const std::string& framing_error() const { return m_framing_error; }
+  std::string stderr_tail() const { return m_stderr; }
+
+ private:
+  // Reads whatever is ready until `deadline`; false on timeout or when stdout ended.
+  bool pump(Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd fds[2] = {{m_child.stdout_fd, POLLIN, 0}, {m_child.stderr_fd, POLLIN, 0}};
+    const int n = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (n <= 0) return false;
+    char buf[65536];
+    if (fds[1].revents != 0) {
+      const ssize_t r = ::read(m_child.stderr_fd, buf, sizeof buf);
+      if (r > 0) {
+        m_stderr.append(buf, static_cast<std::size_t>(r));
+        if (m_stderr.size() > k_stderr_tail) m_stderr.erase(0, m_stderr.size() - k_stderr_tail);
+      }
+    }
+    if (fds[0].revents != 0) {
+      const ssize_t r = ::read(m_child.stdout_fd, buf, sizeof buf);
+      if (r <= 0) {
+        m_eof = true;
+        return false;
+      }
+      m_pending.append(buf, static_cast<std::size_t>(r));
+    }
+    return !m_eof || !m_pending.empty();
+  }
+
+  // One whole frame out of m_pending, noting bytes before a header.
+  std::optional<json::value> take_frame() {
+    if (m_pending.empty()) return std::nullopt;
+    // Anything before "Content-Length" at a frame boundary is stray output.
+    const auto at = util::iequals_ascii(std::string_view(m_pending).substr(0, 15), "Content-Length:")
+                        ? 0
+                        : m_pending.find("Content-Length:");
+    if (at == std::string::npos) {
+      if (m_pending.size() > 64 || m_pending.find('\n') != std::string::npos) {
+        m_stray += m_pending;
+        m_pending.clear();
+      }
+      return std::nullopt;
+    }
+    if (at > 0) {
+      m_stray += m_pending.substr(0, at);
+      m_pending.erase(0, at);
+    }
+    wire::FrameParser parser("conformance");
+    auto step = parser.feed(m_pending);
+    if (step.error) {
+      m_framing_error = *step.error;
+      m_broken = true;
+      return std::nullopt;
+    }
+    if (!step.body) return std::nullopt;  // incomplete: read more
+    const std::string body(*step.body);
+    m_pending.erase(0, step.consumed);
+    m_largest = std::max(m_largest, body.size());
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec);
+    if (ec) {
+      m_framing_error = "a frame body is not JSON: " + ec.message();
+      return json::value(nullptr);
+    }
+    return v;
+  }
+
+  process::Launched m_child;
+  std::chrono::milliseconds m_step;
+  std::string m_pending, m_stray, m_stderr, m_framing_error;
+  std::size_t m_largest = 0;
+  std::size_t m_notifications = 0;
+  bool m_eof = false, m_broken = false, m_reaped = false;
+};
+
+ConformanceCheck check(std::string name, std::string what) { return ConformanceCheck{std::move(name), std::move(what), false, {}}; }
+
+}  // namespace
+
+bool ConformanceReport::passed() const {
+  for (const auto& c : checks) {
+    if (!c.passed) return false;
+  }
+  return !checks.empty();
+}
+
+ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std::chrono::milliseconds step) {
+  ConformanceReport report;
+  report.plugin = std::filesystem::absolute(plugin_dir).lexically_normal().filename().string();
+  auto spawn = check("spawn", "the manifest is valid and the extension starts");
+  auto framing = check("framing", "reads a request written in pieces; answers in Content-Length frames");
+  auto clean = check("stdout-clean", "writes nothing but frames on stdout");
+  auto echo = check("id-echo", "answers each request with its id, string or number, verbatim");
+  auto shape = check("initialize-shape", "initialize answers {protocol_version: 1, capabilities: {…}}");
+  auto specs = check("tool-specs", "declares valid tool and provider specs");
+  auto unknown = check("unknown-method", "answers an unknown method with an error {code, message}");
+  auto cap = check("frame-cap", "keeps every frame within 4 MiB");
+  auto shutdown = check("shutdown", "answers shutdown and exits within 2 s");
+  auto finish = [&]() -> ConformanceReport& {
+    report.checks = {spawn, framing, clean, echo, shape, specs, unknown, cap, shutdown};
+    for (auto& c : report.checks) {
+      if (!c.passed && c.detail.empty()) c.detail = "not reached";
+    }
+    return report;
+  };
+
+  auto manifest = host::read_manifest(plugin_dir);
+  if (!manifest || !manifest->has_value()) {
+    spawn.detail = manifest ? "the plugin declares no extension" : manifest.error().message;
+    return finish();
+  }
+  const host::Manifest& m = **manifest;
+  std::string exe = host::resolve_command(m);
+  if (exe.find('/') == std::string::npos) exe = process::find_in_path(exe);
+  auto launched = process::launch(m.id, exe, host::resolve_args(m), m.plugin_dir, process::allowed_environment());
+  if (!launched) {
+    spawn.detail = launched.error().message;
+    return finish();
+  }
+  spawn.passed = true;
+  Session s(*launched, step);
+
+  // initialize, written in pieces, with a string id.
+  const json::value init_id = "conformance-1";
+  s.send_in_pieces(json::object{{"jsonrpc", "2.0"},
+                                {"id", init_id},
+                                {"method", "initialize"},
+                                {"params", json::parse(json::serialize(protocol::initialize_params(
+                                               m.id, m.plugin_dir.string(), json::object())))}});
+  auto init = s.next_reply();
+  if (!init) {
+    framing.detail = s.framing_error().empty() ? "no frame answered initialize within " +
+                                                     std::to_string(step.count()) + " ms"
+                                               : s.framing_error();
+    report.stderr_tail = s.stderr_tail();
+    return finish();
+  }
+  framing.passed = s.framing_error().empty();
+  framing.detail = framing.passed ? "" : s.framing_error();
+  const auto* io = init->if_object();
+  bool string_id_ok = io && io->contains("id") && io->at("id") == init_id;
+  if (io && io->contains("error")) {
+    shape.detail = "initialize answered an error: " + json::serialize(io->at("error"));
+  } else if (const auto* result = io ? io->if_contains("result") : nullptr) {
+    const auto* r = result->if_object();
+    const auto* version = r ? r->if_contains("protocol_version") : nullptr;
+    const auto* caps = r ? r->if_contains("capabilities") : nullptr;
+    if (r == nullptr) {
+      shape.detail = "the result is not an object";
+    } else if (version == nullptr || !version->is_number() || version->to_number<double>() != 1) {
+      shape.detail = "protocol_version must be 1, got " + (version ? json::serialize(*version) : std::string("nothing"));
+    } else if (caps != nullptr && !caps->is_object()) {
+      shape.detail = "capabilities must be an object";
+    } else {
+      shape.passed = true;
+      auto parsed = protocol::parse_initialize_result(m.id, *result);
+      specs.passed = parsed.ok();
+      specs.detail = parsed ? std::to_string(parsed->tools.size()) + " tools, " + std::to_string(parsed->providers.size()) +
+                                  " providers"
+                            : parsed.error().message;
+    }
+  } else {
+    shape.detail = "the reply has neither result nor error";
+  }
+
+  // An unknown method, with a numeric id.
+  s.send(json::object{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "conformance.no_such_method"}, {"params", json::object()}});
+  auto unknown_reply = s.next_reply();
+  bool number_id_ok = false;
+  if (!unknown_reply) {
+    unknown.detail = "no answer within " + std::to_string(step.count()) + " ms";
+  } else if (const auto* uo = unknown_reply->if_object()) {
+    number_id_ok = uo->contains("id") && uo->at("id") == 2;
+    const auto* err = uo->if_contains("error");
+    const auto* eo = err ? err->if_object() : nullptr;
+    if (eo && eo->contains("code") && eo->at("code").is_int64() && eo->contains("message") && eo->at("message").is_string()) {
+      unknown.passed = true;
+      unknown.detail = "code " + json::serialize(eo->at("code"));
+    } else {
+      unknown.detail = "expected an error object, got " + json::serialize(*unknown_reply);
+    }
+  }
+  echo.passed = string_id_ok && number_id_ok;
+  if (!echo.passed) {
+    echo.detail = std::string(string_id_ok ? "" : "the string id \"conformance-1\" was not echoed; ") +
+                  (number_id_ok ? "" : "the numeric id 2 was not echoed");
+  }
+
+  // shutdown, then the process must go away on its own.
+  s.send(json::object{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "shutdown"}, {"params", nullptr}});
+  auto bye = s.next_reply();
+  if (!bye || !bye->is_object() || !(bye->as_object().contains("id") && bye->as_object().at("id") == 3)) {
+    shutdown.detail = "shutdown was not answered within " + std::to_string(step.count()) + " ms";
+  } else if (!s.exits_within(k_exit_after_shutdown)) {
+    shutdown.detail = "answered, but still running 2 s later";
+  } else {
+    shutdown.passed = true;
+  }
+
+  clean.passed = s.stray().empty() && s.framing_error().empty();
+  if (!s.stray().empty()) {
+    clean.detail = std::to_string(s.stray().size()) + " stray bytes on stdout, starting " +
+                   util::debug_quote(util::utf8_lossy(s.stray().substr(0, 40)));
+  } else if (!s.framing_error().empty()) {
+    clean.detail = s.framing_error();
+  }
+  cap.passed = s.largest_frame() <= wire::k_max_frame_body && s.framing_error().find("frame too large") == std::string::npos;
+  cap.detail = "largest frame " + std::to_string(s.largest_frame()) + " bytes";
+  report.stderr_tail = s.stderr_tail();
+  return finish();
+}
+
+}  // namespace exthost
