@@ -176,6 +176,11 @@ struct ProviderTools {
 // callback slows that extension, by design, and every other extension with it).
 using EventCallback = std::function<void(const std::string& event_json)>;
 
+// The end of an operation started without waiting: called once, on the Host's I/O thread
+// (keep it short; hand work elsewhere). <exthost/asio.hpp> turns these into awaitables.
+template <class T>
+using Completion = std::function<void(Result<T>)>;
+
 class Host {
  public:
   explicit Host(HostOptions options = {});
@@ -248,6 +253,17 @@ class Host {
 
   // Stops extension `id` (shutdown request, SIGTERM, grace, SIGKILL) and forgets it.
   Result<void> unload(const std::string& id);
+
+  // The same operations without waiting: each returns at once and calls `done` later, on
+  // the I/O thread. An operation already started runs to its end even if `done` is dropped.
+  void load(const std::filesystem::path& plugin_dir, Completion<ExtensionInfo> done);
+  void unload(const std::string& id, Completion<void> done);
+  void call_named_tool(const std::string& name, const std::string& input_json, const ToolCallContext& context,
+                       Completion<std::string> done);
+  void emit_hook(const std::string& event_json, Completion<std::string> done);
+  void invoke_command(const std::string& id, const std::string& command, const std::vector<std::string>& args,
+                      Completion<CommandOutput> done);
+  void complete(const std::string& id, const std::string& params_json, Completion<std::string> done);
 
   // Stops every extension in parallel, within one overall bound (then kills what is left).
   void shutdown_all();

@@ -63,6 +63,14 @@ struct Host::Impl {
   T run(asio::awaitable<T> coro) {
     return asio::co_spawn(io, std::move(coro), asio::use_future).get();
   }
+  // Runs `coro` on the I/O thread and hands its result to `done` there, without waiting.
+  template <class T>
+  void start(asio::awaitable<Result<T>> coro, Completion<T> done) {
+    asio::co_spawn(io, std::move(coro), [done = std::move(done)](std::exception_ptr e, Result<T> r) {
+      if (e) r = Error::internal("operation failed inside the host");
+      if (done) done(std::move(r));
+    });
+  }
   // Runs `f` on the I/O thread and waits for its result.
   template <class F>
   auto on_io(F f) -> decltype(f()) {
@@ -234,6 +242,24 @@ asio::awaitable<void> watch_on_io(std::shared_ptr<runtime::ProcessExtension> ext
 
 }  // namespace
 
+namespace {
+asio::awaitable<Result<std::string>> emit_on_io(host::ExtensionManager* manager, std::string event_json) {
+  wire::JsonParser parser;
+  auto parsed = parser.parse(event_json);
+  if (!parsed) co_return Error::usage("invalid hook event: " + parsed.error().message);
+  auto event = protocol::parse_hook_event(parsed.value());
+  if (!event) co_return std::move(event).error();
+  auto result = co_await manager->emit(std::move(event).value());
+  co_return json_text(protocol::to_json(result));
+}
+asio::awaitable<Result<CommandOutput>> not_found_on_io(std::string id) {
+  co_return Error::usage("Extension '" + id + "' not found");
+}
+asio::awaitable<Result<std::string>> not_found_text_on_io(std::string id) {
+  co_return Error::usage("Extension '" + id + "' not found");
+}
+}  // namespace
+
 Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
   std::signal(SIGPIPE, SIG_IGN);
   m_impl->options = options;
@@ -279,13 +305,38 @@ Result<std::string> Host::call_named_tool(const std::string& name, const std::st
 }
 
 Result<std::string> Host::emit_hook(const std::string& event_json) {
-  wire::JsonParser parser;
-  auto parsed = parser.parse(event_json);
-  if (!parsed) return Error::usage("invalid hook event: " + parsed.error().message);
-  auto event = protocol::parse_hook_event(parsed.value());
-  if (!event) return std::move(event).error();
-  auto result = m_impl->run(m_impl->manager->emit(std::move(event).value()));
-  return json_text(protocol::to_json(result));
+  return m_impl->run(emit_on_io(m_impl->manager.get(), event_json));
+}
+
+void Host::load(const std::filesystem::path& plugin_dir, Completion<ExtensionInfo> done) {
+  m_impl->start(m_impl->manager->load(plugin_dir), std::move(done));
+}
+
+void Host::unload(const std::string& id, Completion<void> done) {
+  m_impl->start(m_impl->manager->unload(id), std::move(done));
+}
+
+void Host::call_named_tool(const std::string& name, const std::string& input_json, const ToolCallContext& context,
+                           Completion<std::string> done) {
+  m_impl->start(call_tool_on_io(m_impl->manager.get(), name, input_json, context), std::move(done));
+}
+
+
+void Host::emit_hook(const std::string& event_json, Completion<std::string> done) {
+  m_impl->start(emit_on_io(m_impl->manager.get(), event_json), std::move(done));
+}
+
+void Host::invoke_command(const std::string& id, const std::string& command, const std::vector<std::string>& args,
+                          Completion<CommandOutput> done) {
+  auto ext = m_impl->find(id);
+  if (!ext) return m_impl->start(not_found_on_io(id), std::move(done));
+  m_impl->start(invoke_on_io(std::move(ext), command, args, {}), std::move(done));
+}
+
+void Host::complete(const std::string& id, const std::string& params_json, Completion<std::string> done) {
+  auto ext = m_impl->find(id);
+  if (!ext) return m_impl->start(not_found_text_on_io(id), std::move(done));
+  m_impl->start(complete_on_io(std::move(ext), params_json), std::move(done));
 }
 
 std::optional<std::string> Host::session_start(const std::string& session_id) {
