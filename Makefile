@@ -1,6 +1,6 @@
 # exthost — two commands on a fresh machine: `make demo` and `make test`.
 # Each installs missing Debian packages (scripts/install-deps), configures and builds.
-.PHONY: all deps build test test-dev test-asan demo bench clean
+.PHONY: package all deps build test test-dev test-asan demo bench clean
 
 ANCHORS ?= ../shared/bench/anchors
 BENCH_BUILD_DIR ?= $(CURDIR)/build/bench-anchors
@@ -26,6 +26,9 @@ test-asan: deps
 
 # The whole suite, then the same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-dev test-asan
+
+package: build
+	cd build && cpack
 
 demo: build
 	@scripts/demo
