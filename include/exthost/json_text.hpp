@@ -10,7 +10,7 @@ namespace exthost {
 
 // {"id", "health", "generation", "restart_count", "tools": [{name, runtime_name, api_name,
 //  description, input_schema}], "providers": [...], "hooks": [{kind, tool}],
-//  "capabilities": [{kind, name}], "plugin_info": <info.get answer or null>, "init_ms"}
+//  "capabilities": [{kind, name}], "plugin_info": <info.get answer or null>, "init_us"} (spawn to the initialize answer)
 std::string to_json_text(const ExtensionInfo& info);
 // Every counter of ExtensionStats under its own name, "health" as text, "stderr_tail".
 std::string to_json_text(const ExtensionStats& stats);

@@ -64,7 +64,8 @@ std::string to_json_text(const ExtensionInfo& info) {
   for (const auto& c : info.capabilities) capabilities.push_back(json::object{{"kind", c.kind}, {"name", c.name}});
   o["capabilities"] = std::move(capabilities);
   o["plugin_info"] = info.plugin_info_json ? parsed(*info.plugin_info_json) : json::value(nullptr);
-  o["init_ms"] = std::round(info.init_ms * 1000.0) / 1000.0;
+  // Whole microseconds: a JSON integer reads the same everywhere (no exponent notation).
+  o["init_us"] = static_cast<std::uint64_t>(std::llround(info.init_ms * 1000.0));
   return json::serialize(o);
 }
 

@@ -253,6 +253,44 @@ TEST_F(Cli, ExamplesRunThroughTheirSdks) {
   EXPECT_EQ(run("call " + (k_examples / "echo").string() + R"( echo '{"text":"hi"}')").out, "{\"content\":\"echo: hi\"}\n");
 }
 
+TEST_F(Cli, CheckAndInfoDescribeTheExamplesAsTextAndJson) {
+  auto text = run("check " + (k_examples / "mockllm").string());
+  EXPECT_EQ(text.exit_code, 0) << last_stderr();
+  EXPECT_EQ(text.out.rfind("plugin:     mockllm\nhealth:     running\ngeneration: 2\ninitialize: ", 0), 0u) << text.out;
+  EXPECT_NE(text.out.find("tools:      0\nprovider:   mockllm:mock (1 models)\n"), std::string::npos) << text.out;
+  auto json = run("check " + (k_examples / "guard").string() + " --json");
+  const auto j = boost::json::parse(json.out).as_object();
+  EXPECT_EQ(boost::json::serialize(j.at("hooks")), R"([{"kind":"before_tool_call","tool":null}])");
+  EXPECT_TRUE(j.at("init_us").is_number());
+  auto info = run("info " + (k_examples / "mockllm").string() + " --json");
+  EXPECT_EQ(info.out,
+            R"({"info":{"build":{"backend":"none","features":["streaming","tool_use"],"version":"1.0.0"},"capabilities":[],"models":[{"id":"mock-1","installed":true,"display_name":"Mock 1"}]}})"
+            "\n");
+  auto plain = run("info " + (k_examples / "mockllm").string());
+  EXPECT_EQ(plain.out.rfind(R"({"build":{"backend":"none")", 0), 0u) << plain.out;
+  auto no_info = run("info " + (k_examples / "echo").string());
+  EXPECT_EQ(no_info.exit_code, 4);
+  EXPECT_NE(last_stderr().find("extension 'echo' info.get: Extension error: method not found: info.get"),
+            std::string::npos)
+      << last_stderr();
+}
+
+TEST_F(Cli, InvokeJsonLinesFromTheCppExample) {
+  auto r = run("invoke " + (k_built_examples / "tasks").string() + " report " + (k_examples / "echo").string() + " --json");
+  EXPECT_EQ(r.exit_code, 0) << last_stderr();
+  EXPECT_EQ(r.out.rfind(R"({"event":{"kind":"system","content":"Scanning )", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(R"({"event":{"method":"task.start","id":"scan",)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{\"result\":{\"status\":\"ok\",\"files\":"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, AFailedCallNamesTheExtensionAndTheMethod) {
+  manifest("echo");
+  auto r = run("call " + dir.string() + " exit-now");
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_NE(last_stderr().find("exthost: error: extension 'fake-plugin' tool.call: transport closed"), std::string::npos)
+      << last_stderr();
+}
+
 TEST_F(Cli, ConformancePassesEveryCheckForTheExamples) {
   for (const fs::path p : {k_examples / "echo", k_examples / "guard", k_examples / "notes", k_examples / "mockllm",
                            k_built_examples / "tasks", k_built_examples / "wordcount"}) {

@@ -41,6 +41,13 @@ int fail(const Error& e) {
   return exit_code_for(e.kind);
 }
 
+// A failure of `method` on extension `id`: the message names both, as the reference's own
+// texts mostly do already ("Extension 'x' method 'tool.call' timed out …").
+int fail(const Error& e, const std::string& id, const std::string& method) {
+  if (e.message.find("'" + id + "'") != std::string::npos && e.message.find(method) != std::string::npos) return fail(e);
+  return fail(Error{e.kind, "extension '" + id + "' " + method + ": " + e.message});
+}
+
 HostOptions host_options(const Options& o) {
   HostOptions opts;
   opts.home = o.home;
@@ -126,20 +133,20 @@ int run_check(const Options& o) {
 int run_call(const Options& o, const std::string& tool, const std::string& input) {
   return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
     auto result = host.call_tool(info.id, tool, input);
-    if (!result) return fail(result.error());
+    if (!result) return fail(result.error(), info.id, "tool.call");
     std::printf(o.json ? "{\"result\":%s}\n" : "%s\n", result->c_str());
     return static_cast<int>(k_exit_ok);
   });
 }
 
 int run_hook(const Options& o, const std::string& kind, const std::string& event) {
-  return with_plugin(o, [&](Host& host, const ExtensionInfo&) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
     boost::system::error_code ec;
     auto parsed = boost::json::parse(event.empty() ? std::string("{}") : event, ec);
     if (ec || !parsed.is_object()) return fail(Error::usage("hook.handle: EVENT_JSON must be a JSON object"));
     parsed.as_object()["kind"] = kind;
     auto result = host.emit_hook(boost::json::serialize(parsed));
-    if (!result) return fail(result.error());
+    if (!result) return fail(result.error(), info.id, "hook.handle");
     if (o.json) {
       std::printf("{\"result\":%s}\n", result->c_str());
       return static_cast<int>(k_exit_ok);
@@ -165,7 +172,7 @@ int run_invoke(const Options& o, const std::string& command, const std::vector<s
         std::printf("{\"event\":%s}\n", e.c_str());
         std::fflush(stdout);
       });
-      if (!out) return fail(out.error());
+      if (!out) return fail(out.error(), info.id, "command.invoke");
       if (out->limit_notice) {
         std::printf("{\"notice\":%s,\"error\":%s}\n", json_string(*out->limit_notice).c_str(),
                     out->limit_notice_is_error ? "true" : "false");
@@ -179,7 +186,7 @@ int run_invoke(const Options& o, const std::string& command, const std::vector<s
       TaskBoard board(stdout, s.colour(), s);  // live bars only on a terminal
       out = host.invoke_command(info.id, command, args, [&board](const std::string& e) { board.show(e); });
     }
-    if (!out) return fail(out.error());
+    if (!out) return fail(out.error(), info.id, "command.invoke");
     if (out->limit_notice) {
       const Style err = Style::for_stream(out->limit_notice_is_error ? stderr : stdout);
       std::fprintf(out->limit_notice_is_error ? stderr : stdout, "%s\n", err.yellow(*out->limit_notice).c_str());
@@ -204,7 +211,7 @@ int run_complete(const Options& o, const std::string& params, bool stream) {
     } else {
       result = host.complete(info.id, params);
     }
-    if (!result) return fail(result.error());
+    if (!result) return fail(result.error(), info.id, stream ? "provider.stream" : "provider.complete");
     if (o.json) {
       std::printf("{\"result\":%s}\n", result->c_str());
     } else if (stream) {
@@ -219,7 +226,7 @@ int run_complete(const Options& o, const std::string& params, bool stream) {
 int run_info(const Options& o) {
   return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
     auto r = host.info(info.id);
-    if (!r) return fail(r.error());
+    if (!r) return fail(r.error(), info.id, "info.get");
     std::printf(o.json ? "{\"info\":%s}\n" : "%s\n", r->c_str());
     return static_cast<int>(k_exit_ok);
   });

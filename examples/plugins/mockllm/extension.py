@@ -3,7 +3,7 @@
 
 provider.complete asks for the tool `echo` once (a tool_use block), then answers with what
 the tool returned. provider.stream streams a fixed answer word by word, then usage and
-done, and returns the whole text.
+done, and returns the whole text. info.get describes the build and the model.
 """
 from exthost_sdk import Extension
 
@@ -43,6 +43,12 @@ ext.provider({"id": "mock", "display_name": "Mock LLM", "description": "Answers 
               "models": [{"id": "mock-1", "display_name": "Mock 1",
                           "capabilities": {"tool_use": True, "streaming": True}, "context_window": 8192}]},
              complete=complete, stream=stream)
+
+@ext.method("info.get")
+def info(call):
+    return {"build": {"backend": "none", "features": ["streaming", "tool_use"], "version": "1.0.0"},
+            "models": [{"id": "mock-1", "display_name": "Mock 1", "installed": True}]}
+
 
 if __name__ == "__main__":
     raise SystemExit(ext.run())
