@@ -83,10 +83,16 @@ std::optional<std::string> FrameParser::end_of_line() {
   if (!m_saw_header) {
     m_body.clear();
     m_content_length.reset();
+    m_header_bytes = 0;
   }
   m_saw_header = true;
   std::string line;
   line.swap(m_line);
+  m_header_bytes += line.size();
+  if (m_header_bytes > k_max_header_block) {
+    return "Extension '" + m_extension_id + "' frame headers too long (more than " +
+           std::to_string(k_max_header_block) + " bytes)";
+  }
   if (!util::is_valid_utf8(line)) return "Read header error: stream did not contain valid UTF-8";
   if (line.size() > k_max_header_line) {
     return "Extension '" + m_extension_id + "' header line too long (" + std::to_string(line.size()) +

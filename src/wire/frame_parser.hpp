@@ -22,6 +22,9 @@ namespace exthost::wire {
 // A header line is "Content-Length: N\r\n" or a short custom header; anything longer is a
 // peer streaming garbage, and the reference refuses it.
 inline constexpr std::size_t k_max_header_line = 1024;
+// All header lines of one frame together: real frames carry one or two short headers; a
+// peer sending endless short lines would otherwise keep the reader busy forever.
+inline constexpr std::size_t k_max_header_block = 64 * 1024;
 // The most bytes of one header line ever held: one past the limit, to tell "too long".
 inline constexpr std::size_t k_header_read_bound = k_max_header_line + 1;
 // A frame body may not exceed 4 MiB: the reference's cap, large enough for any tool
@@ -61,6 +64,7 @@ class FrameParser {
   State m_state = State::headers;
   std::string m_line;        // the header line being read (at most k_header_read_bound)
   bool m_saw_header = false;  // a header line of this frame has been read
+  std::size_t m_header_bytes = 0;  // header bytes of this frame so far
   std::optional<std::uint64_t> m_content_length;
   std::size_t m_body_length = 0;
   std::string m_body;         // body bytes when the body arrived in pieces

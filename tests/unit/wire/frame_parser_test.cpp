@@ -95,6 +95,24 @@ TEST(FrameParser, RejectsHeaderLineLongerThanOneKibibyte) {
   expect_same_everywhere(too_long, failed({}, "Extension 'ext' header line too long (1025 bytes)"));
 }
 
+TEST(FrameParser, RejectsAFrameWhoseHeadersTogetherExceed64KiB) {
+  // 64 lines of exactly 1024 bytes: 65536 bytes of headers, allowed; one byte more is not.
+  std::string headers;
+  for (int i = 0; i < 64; ++i) headers += "X-Pad: " + std::string(1024 - 7 - 2, 'a') + "\r\n";
+  ASSERT_EQ(headers.size(), k_max_header_block);
+  Transcript at_cap = run({headers + "\r\nContent-Length: 2\r\n\r\n{}"});
+  EXPECT_EQ(at_cap.error, std::optional<std::string>("Extension 'ext' frame headers too long (more than 65536 bytes)"))
+      << "the blank line ending the headers counts too";
+  std::string fits;
+  for (int i = 0; i < 63; ++i) fits += "X-Pad: " + std::string(1024 - 7 - 2, 'a') + "\r\n";
+  EXPECT_EQ(run({fits + "Content-Length: 2\r\n\r\n{}"}), bodies({"{}"}));
+  // Endless short lines end in an error, not in an endless read; the next frame's count starts afresh.
+  std::string bomb;
+  for (int i = 0; i < 20000; ++i) bomb += "X: y\r\n";
+  EXPECT_EQ(run({bomb}), failed({}, "Extension 'ext' frame headers too long (more than 65536 bytes)"));
+  EXPECT_EQ(run({fits + "Content-Length: 2\r\n\r\n{}" + fits + "Content-Length: 2\r\n\r\n[]"}), bodies({"{}", "[]"}));
+}
+
 TEST(FrameParser, NeverBuffersMoreThan1025BytesOfANewlinelessHeader) {
   const std::string flood(5000, 'x');
   FrameParser parser("ext");
