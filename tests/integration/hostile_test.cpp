@@ -1,0 +1,225 @@
+// Hostile extensions (issue 7's suite, first part): each attack runs against a real child
+// while a second, healthy extension keeps answering; each is bounded in time (every call
+// has a deadline, the test a bound) and, where the build can measure it, in host memory.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "../support/plugin_dir.hpp"
+#include "../support/proc.hpp"
+#include "exthost/host.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using exthost::testing::TempRoot;
+using exthost::testing::write_fake_plugin;
+
+// Host memory an attack may cost at most: several attacks send tens of MiB.
+constexpr long k_max_rss_growth_kib = 16 * 1024;
+
+class HostileTest : public ::testing::Test {
+ protected:
+  exthost::HostOptions options() {
+    auto o = exthost::testing::isolated_options(root.path() / "home");
+    o.tool_call_timeout = std::chrono::seconds(3);
+    o.initialize_timeout = std::chrono::seconds(3);
+    return o;
+  }
+
+  struct Outcome {
+    exthost::Result<std::string> attack;
+    int healthy_calls = 0;
+    bool healthy_all_ok = true;
+  };
+
+  // Loads a healthy extension and a hostile one, runs the attack on a thread of its own and
+  // calls the healthy extension until the attack has ended.
+  Outcome run_attack(exthost::Host& host, const std::string& behaviour) {
+    EXPECT_TRUE(host.load(write_fake_plugin(root.path(), "healthy", {"echo"})));
+    auto hostile = host.load(write_fake_plugin(root.path(), "hostile", {"hostile", behaviour}));
+    EXPECT_TRUE(hostile) << (hostile ? "" : hostile.error().message);
+    const long rss_before = exthost::testing::rss_kib();
+    auto attack = std::async(std::launch::async, [&] { return host.call_tool("hostile", "attack", "{}"); });
+    Outcome out;
+    const auto bound = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    do {
+      auto r = host.call_tool("healthy", "echo", R"({"still":"here"})");
+      ++out.healthy_calls;
+      out.healthy_all_ok = out.healthy_all_ok && r && *r == R"({"content":{"still":"here"}})";
+    } while (attack.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready &&
+             std::chrono::steady_clock::now() < bound);
+    EXPECT_EQ(attack.wait_for(std::chrono::seconds(0)), std::future_status::ready) << behaviour << " did not end within 60 s";
+    out.attack = attack.get();
+    if (exthost::testing::k_memory_is_measurable) {
+      EXPECT_LT(exthost::testing::rss_kib() - rss_before, k_max_rss_growth_kib) << behaviour;
+    }
+    EXPECT_TRUE(out.healthy_all_ok) << behaviour;
+    EXPECT_GE(out.healthy_calls, 1);
+    return out;
+  }
+
+  static void expect_error(const exthost::Result<std::string>& r, const std::string& part) {
+    ASSERT_FALSE(r) << "expected an error containing '" << part << "', got " << *r;
+    EXPECT_NE(r.error().message.find(part), std::string::npos) << r.error().message;
+  }
+
+  TempRoot root{"hostile"};
+};
+
+TEST_F(HostileTest, ANewlineLessStdoutFloodEndsAtTheHeaderLineCap) {
+  exthost::Host host(options());
+  expect_error(run_attack(host, "garbage").attack, "header line too long (1025 bytes)");
+}
+
+TEST_F(HostileTest, AHeaderBombEndsAtTheHeaderBlockCap) {
+  exthost::Host host(options());
+  expect_error(run_attack(host, "header-bomb").attack, "frame headers too long (more than 65536 bytes)");
+}
+
+TEST_F(HostileTest, AHugeContentLengthIsRefusedBeforeAllocating) {
+  exthost::Host host(options());
+  expect_error(run_attack(host, "length-huge").attack, "frame too large: 99999999999 bytes (max 4194304)");
+}
+
+TEST_F(HostileTest, NegativeAndNonNumericContentLengthsAreRefused) {
+  exthost::Host host(options());
+  expect_error(run_attack(host, "length-negative").attack, "Invalid Content-Length value: \"-5\"");
+  ASSERT_TRUE(host.unload("hostile"));
+  ASSERT_TRUE(host.unload("healthy"));
+  expect_error(run_attack(host, "length-text").attack, "Invalid Content-Length value: \"twelve\"");
+}
+
+TEST_F(HostileTest, ADuplicatedContentLengthTakesTheLaterValue) {
+  exthost::Host host(options());
+  auto out = run_attack(host, "length-duplicate");
+  ASSERT_TRUE(out.attack) << out.attack.error().message;
+  EXPECT_EQ(*out.attack, R"("survived")");
+}
+
+TEST_F(HostileTest, AFrameDribbledAtOneBytePerTenMillisecondsStillArrivesWhole) {
+  exthost::Host host(options());
+  auto out = run_attack(host, "dribble");
+  ASSERT_TRUE(out.attack) << out.attack.error().message;
+  EXPECT_EQ(*out.attack, R"("survived")");
+  EXPECT_GT(out.healthy_calls, 1) << "the healthy extension answered while the frame trickled in";
+}
+
+TEST_F(HostileTest, AMillionLevelsOfNestingAreAnErrorNotAStackOverflow) {
+  exthost::Host host(options());
+  expect_error(run_attack(host, "deep").attack, "too deep");
+}
+
+TEST_F(HostileTest, InvalidUtf8InAStringIsAnError) {
+  exthost::Host host(options());
+  expect_error(run_attack(host, "bad-utf8").attack, "Parse frame error");
+}
+
+TEST_F(HostileTest, RepliesToUnknownIdsDuplicatesAndIdTypeConfusionAreDroppedAndCounted) {
+  exthost::Host host(options());
+  auto out = run_attack(host, "confused-ids");
+  ASSERT_TRUE(out.attack) << out.attack.error().message;
+  EXPECT_EQ(*out.attack, R"("survived")");
+  auto healthy = host.call_tool("hostile", "echo", "[1]");  // the transport is intact
+  ASSERT_TRUE(healthy) << healthy.error().message;
+  EXPECT_EQ(*healthy, R"({"content":[1]})");
+  const auto stats = *host.stats("hostile");
+  EXPECT_GE(stats.late_replies, 2u) << "the unknown id and the duplicate";
+  EXPECT_GE(stats.discarded_frames, 1u) << "the reply whose id is a string: host ids are numbers";
+}
+
+TEST_F(HostileTest, StrayBytesBeforeAValidFrameAreSkipped) {
+  exthost::Host host(options());
+  auto out = run_attack(host, "stray");
+  ASSERT_TRUE(out.attack) << out.attack.error().message;
+  EXPECT_EQ(*out.attack, R"("survived")");
+}
+
+TEST_F(HostileTest, AGibibyteOfStderrIsDrainedWithinItsBoundAndKeepsItsTail) {
+  exthost::Host host(options());
+  EXPECT_TRUE(host.load(write_fake_plugin(root.path(), "healthy", {"echo"})));
+  ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "noisy", {"stderr-flood", "1024"})));
+  const long rss_before = exthost::testing::rss_kib();
+  auto flood = std::async(std::launch::async, [&] { return host.call_tool("noisy", "echo", "{}"); });
+  int healthy = 0;
+  while (flood.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready) {
+    ASSERT_TRUE(host.call_tool("healthy", "echo", "{}"));
+    ++healthy;
+  }
+  auto r = flood.get();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_GE(healthy, 1);
+  EXPECT_NE(host.stderr_tail("noisy").find("TAIL-MARKER"), std::string::npos);
+  if (exthost::testing::k_memory_is_measurable) EXPECT_LT(exthost::testing::rss_kib() - rss_before, k_max_rss_growth_kib);
+}
+
+TEST_F(HostileTest, AnExtensionThatStopsReadingBlocksOnlyItsOwnCalls) {
+  auto o = options();
+  o.tool_call_timeout = std::chrono::seconds(1);
+  exthost::Host host(o);
+  auto out = run_attack(host, "no-read");  // the attack itself never answers
+  expect_error(out.attack, "timed out");
+  // 64 MiB of requests to a child that reads nothing: each waits for the pipe, then for
+  // its deadline; the host neither piles them up nor stops serving the healthy one.
+  const std::string big = R"({"pad":")" + std::string(4 * 1024 * 1024 - 64, 'p') + R"("})";
+  const long rss_before = exthost::testing::rss_kib();
+  std::vector<std::future<exthost::Result<std::string>>> calls;
+  for (int i = 0; i < 16; ++i) {
+    calls.push_back(std::async(std::launch::async, [&] { return host.call_tool("hostile", "echo", big); }));
+  }
+  ASSERT_TRUE(host.call_tool("healthy", "echo", "{}"));
+  for (auto& c : calls) {
+    ASSERT_EQ(c.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    expect_error(c.get(), "timed out");
+  }
+  if (exthost::testing::k_memory_is_measurable) {
+    // Each waiting call holds its input as text, as a JSON value and as a frame (the frame
+    // stays queued for the pipe until the child is stopped): bounded by the callers.
+    EXPECT_LT(exthost::testing::rss_kib() - rss_before, 4 * 16 * 4 * 1024 + k_max_rss_growth_kib);
+  }
+  ASSERT_TRUE(host.unload("hostile"));
+}
+
+TEST_F(HostileTest, ClosingStdoutWhileStayingAliveIsAnEofAndTheProcessIsStopped) {
+  exthost::Host host(options());
+  EXPECT_TRUE(host.load(write_fake_plugin(root.path(), "healthy", {"echo"})));
+  ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "hostile", {"hostile", "close-stdout"})));
+  const auto pid = host.child_pid("hostile");
+  ASSERT_TRUE(pid);
+  expect_error(host.call_tool("hostile", "attack", "{}"), "EOF");
+  EXPECT_FALSE(exthost::testing::alive(*pid)) << "the host stopped the process that closed its stdout";
+  EXPECT_TRUE(host.call_tool("healthy", "echo", "{}"));
+}
+
+TEST_F(HostileTest, TaskStormsAndNotificationFloodsWithoutSubscribersAreDroppedAndCounted) {
+  exthost::Host host(options());
+  auto storm = run_attack(host, "task-storm");
+  ASSERT_TRUE(storm.attack) << storm.attack.error().message;
+  EXPECT_GE(host.stats("hostile")->notifications_dropped, 20000u);
+  ASSERT_TRUE(host.unload("hostile"));
+  ASSERT_TRUE(host.unload("healthy"));
+  auto flood = run_attack(host, "notify-flood");
+  ASSERT_TRUE(flood.attack) << flood.attack.error().message;
+  EXPECT_GE(host.stats("hostile")->notifications_dropped, 20000u);
+}
+
+TEST_F(HostileTest, ExitingDuringInitializeFailsTheLoadWithTheStderrTail) {
+  exthost::Host host(options());
+  auto r = host.load(write_fake_plugin(root.path(), "quitter", {"exit-in-init"}));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("exit-in-init: leaving before the handshake"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(host.list().empty());
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+}
+
+TEST_F(HostileTest, ExecOfAMissingBinaryFailsTheLoadCleanly) {
+  exthost::Host host(options());
+  auto r = host.load(write_fake_plugin(root.path(), "missing", {}, R"({"permissions":["tools.register"]})",
+                                       "/definitely/not/here"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "Failed to spawn extension 'missing': No such file or directory (os error 2)");
+}
+
+}  // namespace
