@@ -89,7 +89,7 @@ TEST_F(HostTest, ObservesAndStopsALoadedExtension) {
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->id, "fake-plugin");
   EXPECT_EQ(info->health, exthost::Health::running);
-  ASSERT_EQ(info->tools.size(), 9u);  // echo, then the fixture's generic tools
+  ASSERT_EQ(info->tools.size(), 8u);  // echo, then the fixture's generic tools
   EXPECT_EQ(info->tools[0].name, "echo");
   EXPECT_EQ(info->tools[0].runtime_name, "fake-plugin:echo");
   EXPECT_EQ(info->tools[0].api_name, "fake-plugin_echo");
