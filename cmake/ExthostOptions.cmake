@@ -6,6 +6,7 @@ set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 
 option(EXTHOST_BUILD_TESTS "Build the unit and integration tests" ON)
 option(EXTHOST_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(EXTHOST_TSAN "Build with ThreadSanitizer" OFF)
 
 find_program(EXTHOST_CCACHE ccache)
 if(EXTHOST_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
@@ -19,6 +20,10 @@ target_compile_options(exthost_warnings INTERFACE
   # GCC 12 reports a false positive on Asio's recycled coroutine frames (TOOLCHAIN (a)).
   -Wno-mismatched-new-delete)
 
+if(EXTHOST_TSAN)
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
 if(EXTHOST_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
