@@ -37,35 +37,44 @@ struct ChildArgs {
   volatile int error = 0;  // written by the child before it exits: shared memory
 };
 
-// Runs in the child, on its own stack, in the host's memory, until exec: system calls only
-// (no allocation, no locks, no sanitizer instrumentation).
-__attribute__((no_sanitize("address", "undefined"))) int child_main(void* raw) {
+// Runs in the child, on its own stack, in the host's memory, until exec: raw system calls
+// only — no allocation, no locks, no libc wrapper a sanitizer intercepts (the child shares
+// the parent thread's memory and thread-local state, so an interceptor would record the
+// child's work as the parent's), no sanitizer instrumentation.
+__attribute__((no_sanitize("address", "undefined", "thread"))) int child_main(void* raw) {
   auto* a = static_cast<ChildArgs*>(raw);
-  auto fail = [a] {
-    a->error = errno;
-    ::_exit(127);
-  };
-  if (::setsid() < 0) fail();
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) fail();
-  if (::getppid() != a->parent) ::_exit(127);
-  // Raw system calls: glibc's wrappers refuse its own reserved signals (32 and 33), whose
-  // ignored state a host may have inherited, and a sanitizer's interceptors must not run here.
+  // Reports the failed call's error to the parent through the shared ChildArgs, then ends.
+#define EXTHOST_CHILD_CHECK(call)                   \
+  do {                                              \
+    const long rc_ = (call);                        \
+    if (rc_ < 0) {                                  \
+      a->error = errno;                             \
+      ::syscall(SYS_exit_group, 127);               \
+    }                                               \
+  } while (0)
+  EXTHOST_CHILD_CHECK(::syscall(SYS_setsid));
+  EXTHOST_CHILD_CHECK(::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0));
+  if (::syscall(SYS_getppid) != a->parent) ::syscall(SYS_exit_group, 127);
+  // glibc's sigaction wrapper also refuses its own reserved signals (32 and 33), whose
+  // ignored state a host may have inherited.
   KernelSigaction dfl{};
   for (int s = 1; s < NSIG; ++s) ::syscall(SYS_rt_sigaction, s, &dfl, nullptr, sizeof(dfl.mask));
   for (int target = 0; target < 3; ++target) {
     const int fd = a->stdio[target];
     if (fd == target) {
-      if (::fcntl(fd, F_SETFD, 0) < 0) fail();  // already in place: just keep it across exec
-    } else if (::dup2(fd, target) < 0) {
-      fail();
+      EXTHOST_CHILD_CHECK(::syscall(SYS_fcntl, fd, F_SETFD, 0));  // in place: keep it across exec
+    } else {
+      EXTHOST_CHILD_CHECK(::syscall(SYS_dup2, fd, target));
     }
   }
-  if (a->cwd != nullptr && ::chdir(a->cwd) < 0) fail();
-  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) fail();
+  if (a->cwd != nullptr) EXTHOST_CHILD_CHECK(::syscall(SYS_chdir, a->cwd));
+  EXTHOST_CHILD_CHECK(::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC));
   const unsigned long no_signals = 0;
   ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, nullptr, sizeof(no_signals));
-  ::execve(a->exe, a->argv, a->envp);
-  fail();
+  ::syscall(SYS_execve, a->exe, a->argv, a->envp);
+  a->error = errno;
+  ::syscall(SYS_exit_group, 127);
+#undef EXTHOST_CHILD_CHECK
   return 127;
 }
 
