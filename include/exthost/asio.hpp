@@ -11,7 +11,8 @@
 // the blocking API) on the completion handler's associated executor — in a coroutine, the
 // coroutine's own. The work runs on the Host's I/O thread meanwhile. Cancellation: not
 // supported per operation; an operation runs to its own deadline (HostOptions), and
-// destroying the Host stops every extension.
+// destroying the Host stops every extension. Lifetime: destroy the Host before the
+// execution context its completions are posted to (its I/O thread may be posting one).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>

@@ -221,8 +221,13 @@ class Extension {
 
   // Serves until shutdown or the end of the input; returns the exit status (0).
   int run() {
-    // The reader shares only m_shared with us, so it may outlive this object safely.
-    std::thread reader([in = m_in, shared = m_shared] { read_loop(in, shared); });
+    // The reader shares only m_shared with us, and reads its own duplicate of the input, so
+    // it may outlive this object (and the caller's descriptor) safely.
+    const int own = ::dup(m_in);
+    std::thread reader([in = own >= 0 ? own : m_in, own, shared = m_shared] {
+      read_loop(in, shared);
+      if (own >= 0) ::close(own);
+    });
     for (;;) {
       Pending next;
       {

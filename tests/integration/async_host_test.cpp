@@ -47,8 +47,10 @@ asio::awaitable<Seen> agent(exthost::Host& host, std::filesystem::path plugin, s
 TEST(AsyncHost, ACoroutineAwaitsEveryOperationOnItsOwnExecutor) {
   TempRoot root("async");
   const auto dir = write_fake_plugin(root.path(), "awaited", {"commands"});
-  exthost::Host host(exthost::testing::isolated_options(root.path() / "home"));
+  // The io_context outlives the Host: the Host's I/O thread posts completions into it, so
+  // it must be gone (joined) before the context it posts to is destroyed.
   asio::io_context io;
+  exthost::Host host(exthost::testing::isolated_options(root.path() / "home"));
   auto future = asio::co_spawn(io, agent(host, dir, std::this_thread::get_id()), asio::use_future);
   io.run_for(std::chrono::seconds(20));
   ASSERT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready) << "did not finish within 20 s";
