@@ -133,8 +133,8 @@ TEST_F(ConfigResolutionTest, ProjectRootComesOnlyFromTheHost) {
   write(m_dir / "plugins" / "my-ext" / "config", "root = /also-evil\n");
   EXPECT_EQ(boost::json::serialize(*resolve_config("my-ext", {e}, sources())), "{}");
   ConfigSources s = sources();
-  s.project_root = "/work/project";
-  EXPECT_EQ(boost::json::serialize(*resolve_config("my-ext", {e}, s)), R"({"root":"/work/project"})");
+  s.project_root = "/srv/project";
+  EXPECT_EQ(boost::json::serialize(*resolve_config("my-ext", {e}, s)), R"({"root":"/srv/project"})");
 }
 
 TEST_F(ConfigResolutionTest, DiagnosticsRedactSecretsAndReportProviderKeysNobodySupplies) {
