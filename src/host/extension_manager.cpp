@@ -55,13 +55,6 @@ std::string load_hint(const std::string& reason, const fs::path& plugin_dir, con
   return k_hint_generic;
 }
 
-// The manifest's setup script, read leniently for a hint even when the manifest is invalid.
-std::optional<std::string> declared_setup(const fs::path& plugin_dir) {
-  auto m = read_manifest(plugin_dir);
-  if (m && m->has_value()) return (*m)->setup;
-  return std::nullopt;
-}
-
 std::vector<std::string> disabled_plugins(const fs::path& host_config_file) {
   std::vector<std::string> out;
   auto listed = store::read_config_value(host_config_file, "disabled_plugins");
@@ -155,6 +148,9 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   // Permissions before initialize: an extension may use the stores while it initializes.
   ext->set_inbound_handler(std::make_shared<InboundServices>(id, m.granted, m_memory,
                                                              m_options.home.plugin_config_file(id), m_store_workers));
+  // The resolved keys, kept to check the providers' requirements once they are known.
+  std::vector<std::string> resolved_keys;
+  for (const auto& [key, value] : config.value()) resolved_keys.emplace_back(key);
   auto init = co_await ext->initialize(m.plugin_dir, boost::json::value(std::move(config).value()));
   const auto answered = std::chrono::steady_clock::now();
 
@@ -185,8 +181,8 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
     }
   }
   // Providers: what their config_schema requires must have been resolved (SPEC §5.4).
+  std::vector<std::pair<std::string, std::vector<std::string>>> provider_required;
   if (!refused) {
-    const auto resolved = resolve_config(id, m.config, config_sources(id));
     for (const auto& p : init->providers) {
       if (refused || !p.config_schema || !p.config_schema->is_object()) continue;
       const auto* required = p.config_schema->get_object().if_contains("required");
@@ -196,11 +192,15 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
           refused = Error::manifest(ext_name + " provider '" + p.id + "' config_schema.required must contain only strings");
           break;
         }
-        if (!resolved || !resolved->contains(key.get_string())) {
-          refused = Error::manifest(ext_name + " provider '" + p.id + "' missing required provider config '" +
-                                    std::string(key.get_string()) + "'");
+        const std::string k(key.get_string());
+        if (std::find(resolved_keys.begin(), resolved_keys.end(), k) == resolved_keys.end()) {
+          refused = Error::manifest(ext_name + " provider '" + p.id + "' missing required provider config '" + k + "'");
           break;
         }
+        if (provider_required.empty() || provider_required.back().first != id + ":" + p.id) {
+          provider_required.emplace_back(id + ":" + p.id, std::vector<std::string>{});
+        }
+        provider_required.back().second.push_back(k);
       }
     }
   }
@@ -257,7 +257,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   }
   {
     std::lock_guard lock(m_mutex);
-    m_loaded[id] = Loaded{std::move(m), ext, info};
+    m_loaded[id] = Loaded{std::move(m), ext, info, std::move(provider_required)};
   }
   util::log().debug("extension '{}': loaded", id);
   co_return *this->info(id);
@@ -374,11 +374,13 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
     if (!fs::exists(manifest_path, ec)) continue;  // not a plugin with a manifest: skipped silently
     auto manifest = read_manifest(dir);
     Result<ExtensionInfo> loaded = Error::internal("not loaded");
+    std::optional<std::string> setup;  // for the missing-binary hint
     if (!manifest) {
       loaded = std::move(manifest).error();
     } else if (!manifest->has_value()) {
       continue;  // a plugin without an extension block is not an extension
     } else {
+      setup = (**manifest).setup;
       loaded = co_await load_manifest(std::move(**manifest));
     }
     if (loaded) {
@@ -387,7 +389,7 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
                                   report.failed.size()});
     } else {
       const std::string reason = loaded.error().message;
-      LoadFailure f{name, manifest_path, reason, load_hint(reason, dir, declared_setup(dir))};
+      LoadFailure f{name, manifest_path, reason, load_hint(reason, dir, setup)};
       util::log().warn("{}", f.concise_message());
       report.failed.push_back(f);
       report_event(DiscoveryEvent{DiscoveryEvent::Kind::failed, name, f, report.loaded.size(), report.failed.size()});
@@ -561,14 +563,15 @@ std::optional<ExtensionStats> ExtensionManager::stats(const std::string& id) con
 
 std::optional<ConfigDiagnostics> ExtensionManager::config_diagnostics(const std::string& id) const {
   std::vector<ConfigEntry> entries;
+  std::vector<std::pair<std::string, std::vector<std::string>>> provider_required;
   {
     std::lock_guard lock(m_mutex);
     auto it = m_loaded.find(id);
     if (it == m_loaded.end()) return std::nullopt;
     entries = it->second.manifest.config;
+    provider_required = it->second.provider_required;
   }
-  std::vector<std::pair<std::string, std::vector<std::string>>> provider_required;
-  // Providers' required keys are checked at load; the report lists what is still missing.
+  // Resolved again now: a key satisfied at load may have gone from the environment or files.
   return diagnose_config(id, entries, config_sources(id), provider_required);
 }
 

@@ -97,6 +97,8 @@ class ExtensionManager {
     Manifest manifest;
     std::shared_ptr<runtime::ProcessExtension> ext;
     ExtensionInfo info;
+    // ("plugin:provider", the config keys its config_schema requires), for the config report.
+    std::vector<std::pair<std::string, std::vector<std::string>>> provider_required;
   };
   boost::asio::awaitable<Result<ExtensionInfo>> load_manifest(Manifest manifest);
   ConfigSources config_sources(const std::string& id) const;

@@ -408,6 +408,11 @@ Result<std::string> Host::config_report(const std::string& id) const {
     entries.push_back(std::move(entry));
   }
   o["entries"] = std::move(entries);
+  boost::json::array missing;
+  for (const auto& [provider, key] : d->provider_missing) {
+    missing.push_back(boost::json::object{{"provider", provider}, {"key", key}});
+  }
+  o["provider_missing"] = std::move(missing);
   return json_text(o);
 }
 

@@ -309,6 +309,11 @@ TEST_F(ManagerTest, AProviderRequiringConfigNobodySuppliesFailsTheLoadAndStopsTh
   ASSERT_TRUE(loaded) << loaded.error().message;
   ASSERT_EQ(loaded->providers.size(), 1u);
   EXPECT_EQ(loaded->providers[0].id, "prov:mock");
+  EXPECT_NE(host.config_report("prov")->find(R"("provider_missing":[])"), std::string::npos);
+  env.erase("PROV_KEY");  // gone since the load: the report says which provider lacks what
+  EXPECT_NE(host.config_report("prov")->find(R"("provider_missing":[{"provider":"prov:mock","key":"api_key"}])"),
+            std::string::npos)
+      << *host.config_report("prov");
 }
 
 TEST_F(ManagerTest, StatsCountFramesCallsAndRestarts) {
