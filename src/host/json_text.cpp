@@ -26,7 +26,18 @@ json::object failure_object(const LoadFailure& f) {
                       {"hint", f.hint}};
 }
 
+json::object tool_object(const ToolInfo& t) {
+  return json::object{{"name", t.name},
+                      {"runtime_name", t.runtime_name},
+                      {"api_name", t.api_name},
+                      {"description", t.description},
+                      {"input_schema", parsed(t.input_schema_json)},
+                      {"api_input_schema", parsed(t.api_input_schema_json)}};
+}
+
 }  // namespace
+
+std::string to_json_text(const ToolInfo& tool) { return json::serialize(tool_object(tool)); }
 
 std::string to_json_text(const ExtensionInfo& info) {
   json::object o;
@@ -35,14 +46,7 @@ std::string to_json_text(const ExtensionInfo& info) {
   o["generation"] = info.generation;
   o["restart_count"] = info.restart_count;
   json::array tools;
-  for (const auto& t : info.tools) {
-    tools.push_back(json::object{{"name", t.name},
-                                 {"runtime_name", t.runtime_name},
-                                 {"api_name", t.api_name},
-                                 {"description", t.description},
-                                 {"input_schema", parsed(t.input_schema_json)},
-                                 {"api_input_schema", parsed(t.api_input_schema_json)}});
-  }
+  for (const auto& t : info.tools) tools.push_back(tool_object(t));
   o["tools"] = std::move(tools);
   json::array providers;
   for (const auto& p : info.providers) {

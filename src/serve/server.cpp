@@ -243,14 +243,7 @@ class Server {
     }
     if (method == "host.tools") {
       json::array all;
-      for (const auto& t : m_host.tools()) {
-        all.push_back(json::object{{"name", t.name},
-                                   {"runtime_name", t.runtime_name},
-                                   {"api_name", t.api_name},
-                                   {"description", t.description},
-                                   {"input_schema", parsed(t.input_schema_json)},
-                                   {"api_input_schema", parsed(t.api_input_schema_json)}});
-      }
+      for (const auto& t : m_host.tools()) all.push_back(parsed(to_json_text(t)));
       return json::value(json::object{{"tools", std::move(all)}});
     }
     if (method == "tool.call") {

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <set>
 
 #include "../support/plugin_dir.hpp"
 #include "wire/frame_parser.hpp"
@@ -23,7 +24,7 @@ using exthost::testing::write_fake_plugin;
 // the test instead of hanging it.
 class ServeClient {
  public:
-  explicit ServeClient(const fs::path& home) {
+  explicit ServeClient(const fs::path& home, const char* timeout_seconds = nullptr) {
     int in[2], out[2];
     EXPECT_EQ(::pipe(in), 0);
     EXPECT_EQ(::pipe(out), 0);
@@ -32,6 +33,10 @@ class ServeClient {
       ::dup2(in[0], 0);
       ::dup2(out[1], 1);
       ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
+      if (timeout_seconds != nullptr) {
+        ::execl(EXTHOST_CLI, "exthost", "serve", "--home", home.c_str(), "--timeout", timeout_seconds,
+                static_cast<char*>(nullptr));
+      }
       ::execl(EXTHOST_CLI, "exthost", "serve", "--home", home.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -47,6 +52,14 @@ class ServeClient {
       ::waitpid(m_pid, nullptr, 0);
     }
     ::close(m_from);
+  }
+
+  // Sends a request without waiting; returns its id.
+  int send_request(const std::string& method, json::value params) {
+    const int id = ++m_next_id;
+    send_raw(exthost::wire::FrameWriter::frame(json::serialize(
+        json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}})));
+    return id;
   }
 
   // Sends a request and waits for its reply; notifications that arrive first are kept.
@@ -161,6 +174,8 @@ TEST_F(ServeTest, ATestClientLoadsTwoExtensionsCallsHooksCommandsHealthStatsUnlo
   EXPECT_GE(stats.at("result").at("calls").at("ok").as_int64(), 3);
   EXPECT_GT(stats.at("result").at("frames_in").as_int64(), 3);
 
+  auto tools_listed = client.call("host.tools", json::object{});
+  EXPECT_EQ(tools_listed.at("result").at("tools").as_array().at(0).at("api_name"), "tools_echo");
   auto listed = client.call("host.list", json::object{});
   EXPECT_EQ(listed.at("result").at("extensions").as_array().size(), 2u);
   auto unknown = client.call("no.such", json::object{});
@@ -194,6 +209,30 @@ TEST_F(ServeTest, ProviderStreamEventsArriveAsNotificationsBeforeTheResult) {
   }
   EXPECT_EQ(texts, 3u);
   client.close_input();  // the end of the input stops the server too
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// 64 requests at once (k_max_serve_in_flight): a 65th is not even read until one of them
+// ends. Here 65 calls wait on an extension that never answers (each until its 1 s
+// deadline), then host.list follows: it must be answered after a call's timeout, not at once.
+TEST_F(ServeTest, AtMostSixtyFourRequestsRunAtOnceAndTheInputWaitsBeyondThat) {
+  const auto stuck = write_fake_plugin(root.path(), "stuck", {"hostile", "no-read"});
+  ServeClient client(root.path() / "home", "1");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", stuck.string()}}).contains("result"));
+  std::set<int> calls;
+  for (int i = 0; i < 65; ++i) calls.insert(client.send_request("tool.call", json::object{{"tool", "stuck:attack"}}));
+  const int list_id = client.send_request("host.list", json::object{});
+  std::vector<int> order;
+  while (order.size() < calls.size() + 1) {
+    auto msg = client.next();
+    ASSERT_TRUE(msg);
+    order.push_back(static_cast<int>(msg->at("id").as_int64()));
+    if (order.back() != list_id) {
+      EXPECT_EQ(msg->at("error").at("code"), -32003) << json::serialize(*msg);
+    }
+  }
+  EXPECT_TRUE(calls.count(order.front())) << "the first answer is a timed-out call, not the host.list behind them";
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
   EXPECT_EQ(client.wait_exit(), 0);
 }
 
