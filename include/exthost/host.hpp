@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "exthost/health.hpp"
+#include "exthost/limits.hpp"
 #include "exthost/result.hpp"
 
 namespace exthost {
@@ -55,6 +56,10 @@ struct HostOptions {
   // The stop ladder: the shutdown request's deadline, then the grace after SIGTERM.
   std::chrono::milliseconds shutdown_request_timeout{500};
   std::chrono::milliseconds shutdown_grace{500};
+
+  // The most any extension may run under (exthost/limits.hpp); unset fields: unlimited. A
+  // manifest may ask for less; one that asks for more is refused at load.
+  ResourceLimits limits;
 };
 
 struct ToolInfo {
@@ -103,6 +108,10 @@ struct ExtensionInfo {
   std::filesystem::path plugin_dir;
   std::optional<std::string> plugin_info_json;  // the info.get answer, when it gave one
   double init_ms = 0;  // spawn to the initialize answer
+  ResourceLimits limits;  // what its children run under: the host's, lowered by the manifest
+  // Whether a control group holds its child's whole subtree, daemons included (else its
+  // process group only; see docs/protocol.md, "Containment").
+  bool contained_by_cgroup = false;
 };
 
 // The counters of one extension (SPEC A11), read without waiting for it.
@@ -117,6 +126,9 @@ struct ExtensionStats {
   std::uint64_t generation = 0;
   Health health = Health::failed;
   std::string stderr_tail;
+  // How the last child that ended did ("exited with status 1", "was killed by signal 24
+  // (SIGXCPU): it reached its CPU-time limit of 1 s …"); empty while none has.
+  std::string last_exit;
 };
 
 // One plugin discovery could not load, with what to do about it.

@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 
 #include "host/capability.hpp"
+#include "host/limits_policy.hpp"
 #include "host/tool_hooks.hpp"
 #include "protocol/tool_call.hpp"
 #include "rpc/event.hpp"
@@ -135,12 +136,17 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   auto config = resolve_config(id, m.config, config_sources(id));
   if (!config) co_return std::move(config).error();
   if (find(id)) co_return Error::usage(ext_name + " is already loaded");
+  if (auto valid = validate_limits(m_options.limits); !valid) co_return std::move(valid).error();
+  auto limits = effective_limits(id, m_options.limits, m.limits);
+  if (!limits) co_return std::move(limits).error();
 
   runtime::ProcessSpec spec;
   spec.id = id;
   spec.command = resolve_command(m);
   spec.args = resolve_args(m);
   spec.cwd = m.plugin_dir;
+  spec.limits = limits.value();
+  const ResourceLimits spec_limits = spec.limits;
   const auto started = std::chrono::steady_clock::now();
   auto spawned = co_await runtime::ProcessExtension::spawn(m_io, std::move(spec), m_options.timeouts);
   if (!spawned) co_return std::move(spawned).error();
@@ -158,6 +164,9 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   std::optional<Error> refused;
   if (!init) {
     refused = init.error();
+    if (spec_limits.any()) {
+      if (auto ended = ext->exit_description(); !ended.empty()) refused->message += "; extension '" + id + "' " + ended;
+    }
     const std::string tail = ext->stderr_tail();
     if (!tail.empty()) refused->message += "\nstderr tail of extension '" + id + "':\n" + tail;
   } else if (!init->tools.empty() && !m.granted.has(Permission::tools_register)) {
@@ -242,6 +251,8 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   info.id = id;
   info.plugin_dir = m.plugin_dir;
   info.init_ms = std::chrono::duration<double, std::milli>(answered - started).count();
+  info.limits = spec_limits;
+  info.contained_by_cgroup = ext->child() && ext->child()->contained_by_cgroup();
   for (const auto& cap : capabilities) info.capabilities.push_back(CapabilityInfo{cap.kind, cap.name});
   // The optional info.get probe: best effort, never fails the load (SPEC §2.7).
   if (!init->tools.empty() || !init->providers.empty() || !capabilities.empty()) {
@@ -313,7 +324,7 @@ asio::awaitable<void> ExtensionManager::shutdown_all() {
   const bool in_time = co_await join_all(m_io, std::move(stops), k_shutdown_all_bound);
   if (!in_time) {
     for (auto& [id, loaded] : all) {
-      if (loaded.ext->child()) {
+      if (loaded.ext->has_live_child()) {
         util::log().warn("extension '{}': still stopping after {} ms; killed", id, k_shutdown_all_bound.count());
         loaded.ext->force_shutdown();
       }
@@ -558,6 +569,7 @@ std::optional<ExtensionStats> ExtensionManager::stats(const std::string& id) con
   s.generation = snap ? snap->generation : 0;
   s.health = ext->health();
   s.stderr_tail = ext->stderr_tail();
+  s.last_exit = ext->exit_description();
   return s;
 }
 

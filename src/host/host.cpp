@@ -269,6 +269,7 @@ Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
   m.home.root = options.home.empty() ? host::resolve_home(m.env) : options.home;
   if (!options.project_dir.empty()) m.project_dir = options.project_dir;
   m.auto_approve_confirmations = options.auto_approve_confirmations;
+  m.limits = options.limits;
   m_impl->manager = std::make_unique<host::ExtensionManager>(m_impl->io.get_executor(),
                                                              m_impl->store_workers.get_executor(), std::move(m));
   m_impl->thread = std::thread([impl = m_impl.get()] { impl->io.run(); });

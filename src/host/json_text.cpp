@@ -70,6 +70,14 @@ std::string to_json_text(const ExtensionInfo& info) {
   o["plugin_info"] = info.plugin_info_json ? parsed(*info.plugin_info_json) : json::value(nullptr);
   // Whole microseconds: a JSON integer reads the same everywhere (no exponent notation).
   o["init_us"] = static_cast<std::uint64_t>(std::llround(info.init_ms * 1000.0));
+  json::object limits;
+  auto put = [&](const char* key, const std::optional<std::uint64_t>& v) { limits[key] = v ? json::value(*v) : nullptr; };
+  put("address_space_mib", info.limits.address_space_mib);
+  put("open_files", info.limits.open_files);
+  put("processes", info.limits.processes);
+  put("cpu_seconds", info.limits.cpu_seconds);
+  o["limits"] = std::move(limits);
+  o["contained_by_cgroup"] = info.contained_by_cgroup;
   return json::serialize(o);
 }
 
@@ -93,7 +101,8 @@ std::string to_json_text(const ExtensionStats& s) {
                  {"restarts", s.restarts},
                  {"generation", s.generation},
                  {"health", std::string(to_string(s.health))},
-                 {"stderr_tail", s.stderr_tail}};
+                 {"stderr_tail", s.stderr_tail},
+                 {"last_exit", s.last_exit}};
   return json::serialize(o);
 }
 

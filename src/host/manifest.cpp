@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "host/limits_policy.hpp"
 #include "util/text.hpp"
 #include "wire/json.hpp"
 
@@ -196,6 +197,10 @@ Result<std::optional<Manifest>> read_manifest(const fs::path& plugin_dir) {
   auto deferred = parse_deferred(*root, *ext);
   if (!deferred) return std::move(deferred).error();
   m.deferred = std::move(deferred).value();
+
+  auto limits = parse_limits_section(*ext);
+  if (!limits) return std::move(limits).error();
+  m.limits = limits.value();
 
   auto config = parse_config_entries(*ext);
   if (!config) return std::move(config).error();

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "exthost/limits.hpp"
 #include "exthost/result.hpp"
 #include "host/config_resolution.hpp"
 #include "host/deferred_declarations.hpp"
@@ -47,6 +48,7 @@ struct Manifest {
   std::vector<std::tuple<std::string, std::string, std::string>> prebuilt;
   // Validated and kept; such an extension still starts at load.
   std::optional<DeferredDeclarations> deferred;
+  ResourceLimits limits;           // `extension.limits`: what the extension asks to run under
   boost::json::value extension;    // the whole block, for the parts later layers read
 };
 

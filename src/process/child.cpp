@@ -9,7 +9,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <cstring>
 #include <csignal>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +44,7 @@ Child::Child(const asio::any_io_executor& ex, std::string extension_id)
       m_exited_event(ex, asio::steady_timer::time_point::max()) {}
 
 Child::~Child() {
+  if (m_cgroup) m_cgroup->kill_all();
   if (m_pid > 0 && !m_status) {
     ::kill(-m_pid, SIGKILL);
     ::kill(m_pid, SIGKILL);
@@ -58,7 +61,14 @@ Result<std::shared_ptr<Child>> Child::spawn(const asio::any_io_executor& ex, con
     if (exe.empty()) return spawn_error(spec.extension_id, ENOENT);
   }
   std::shared_ptr<Child> child(new Child(ex, spec.extension_id));
-  auto launched = launch(spec.extension_id, exe, spec.args, spec.cwd, spec.environment);
+  child->m_limits = spec.limits;
+  auto cgroup = ExtensionCgroup::create(spec.extension_id, spec.limits.processes);
+  if (!cgroup) return std::move(cgroup).error();
+  child->m_cgroup = std::move(cgroup).value();
+  Confinement confinement;
+  confinement.rlimits = rlimit_settings(spec.limits);
+  if (child->m_cgroup) confinement.join_files = child->m_cgroup->join_files();
+  auto launched = launch(spec.extension_id, exe, spec.args, spec.cwd, spec.environment, confinement);
   if (!launched) return std::move(launched).error();
   child->m_pid = launched->pid;
   child->m_stdin.assign(launched->stdin_fd);
@@ -78,9 +88,12 @@ asio::awaitable<void> Child::reap(std::shared_ptr<Child> self) {
   asio::steady_timer poll(ex);
   for (;;) {
     int status = 0;
-    const pid_t r = ::waitpid(self->m_pid, &status, WNOHANG);
+    struct rusage usage {};
+    const pid_t r = ::wait4(self->m_pid, &status, WNOHANG, &usage);
     if (r == self->m_pid) {
       self->m_status = status;
+      auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+      self->m_cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
       break;
     }
     if (r < 0 && errno != EINTR) {  // not ours any more: nothing left to collect
@@ -137,7 +150,34 @@ asio::awaitable<bool> Child::wait_reaped(std::chrono::milliseconds limit) {
   co_return m_status.has_value();
 }
 
+std::string Child::exit_description() const {
+  std::string out;
+  if (!m_status) {
+    out = "is still running";
+  } else if (*m_status == -1) {
+    out = "ended (its status was collected elsewhere)";
+  } else if (WIFEXITED(*m_status)) {
+    out = "exited with status " + std::to_string(WEXITSTATUS(*m_status));
+  } else if (WIFSIGNALED(*m_status)) {
+    const int sig = WTERMSIG(*m_status);
+    const char* name = ::sigabbrev_np(sig);
+    out = "was killed by signal " + std::to_string(sig) + (name != nullptr ? std::string(" (SIG") + name + ")" : "");
+    const bool cpu_limit = m_limits.cpu_seconds &&
+                           (sig == SIGXCPU || (sig == SIGKILL && m_cpu_seconds >= static_cast<double>(*m_limits.cpu_seconds)));
+    if (cpu_limit) out += ": it reached its CPU-time limit of " + std::to_string(*m_limits.cpu_seconds) + " s";
+  }
+  if (m_cgroup && m_limits.processes) {
+    if (const auto refused = m_cgroup->forks_refused(); refused > 0) {
+      out += "; " + std::to_string(refused) + " fork" + (refused == 1 ? " was" : "s were") +
+             " refused at its processes limit of " + std::to_string(*m_limits.processes);
+    }
+  }
+  if (m_limits.any()) out += " (limits: " + describe_limits(m_limits) + ")";
+  return out;
+}
+
 void Child::signal_group(int sig) {
+  if (sig == SIGKILL && m_cgroup) m_cgroup->kill_all();
   if (m_pid <= 0) return;
   ::kill(-m_pid, sig);
   if (!m_status) ::kill(m_pid, sig);  // in case the group is gone but the leader is not

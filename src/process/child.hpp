@@ -9,7 +9,11 @@
 //   the I/O thread: a child's exit is seen without any RPC.
 // - stderr is pumped into a bounded StderrLog from the moment of spawn.
 // - stop() is the signal part of the stop ladder: SIGTERM to the group, a grace period,
-//   then SIGKILL to the group, every time.
+//   then SIGKILL to the group, every time. Where the host can make control groups, the
+//   child runs in its own (ExtensionCgroup), and every SIGKILL to the group also kills the
+//   whole control group: daemons that left the session end with their extension.
+// - The child runs under SpawnSpec::limits; once reaped, exit_description() says how it
+//   ended and which limit it reached, when that is known.
 //
 // Threading: create, use and destroy on the I/O thread (the parent-death signal follows the
 // forking thread, so spawning from a short-lived thread would kill the child with it).
@@ -30,7 +34,9 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "exthost/limits.hpp"
 #include "exthost/result.hpp"
+#include "process/cgroup.hpp"
 #include "process/exit_probe.hpp"
 #include "process/stderr_log.hpp"
 
@@ -42,6 +48,7 @@ struct SpawnSpec {
   std::vector<std::string> args;
   std::optional<std::filesystem::path> cwd;  // the plugin directory; inherited when empty
   std::vector<std::string> environment;     // "NAME=value", the whole environment
+  ResourceLimits limits;                    // rlimits, and a pids control group for `processes`
 };
 
 class Child : public std::enable_shared_from_this<Child> {
@@ -62,6 +69,14 @@ class Child : public std::enable_shared_from_this<Child> {
   bool reaped() const { return m_status.has_value(); }
   // The raw wait status once reaped (use WIFEXITED/WIFSIGNALED).
   std::optional<int> wait_status() const { return m_status; }
+  // Once reaped: "exited with status 3", "was killed by signal 24 (SIGXCPU): it reached its
+  // CPU-time limit of 1 s", "… ; 12 forks were refused at its processes limit of 8"; while
+  // running: "is still running". Under limits, they follow: "(limits: CPU 1 s)".
+  std::string exit_description() const;
+  const ResourceLimits& limits() const { return m_limits; }
+  // Whether a control group holds the child's whole subtree (false: its process group only).
+  bool contained_by_cgroup() const { return m_cgroup != nullptr; }
+
   // Runs `fn` on the I/O thread when the child has been reaped (at once if it already has).
   void on_exit(std::function<void()> fn);
 
@@ -94,7 +109,10 @@ class Child : public std::enable_shared_from_this<Child> {
   boost::asio::readable_pipe m_stderr;
   std::shared_ptr<ExitProbe> m_probe;
   StderrLog m_stderr_log;
+  ResourceLimits m_limits;
+  std::unique_ptr<ExtensionCgroup> m_cgroup;      // null where the host cannot make one
   std::optional<int> m_status;                    // set by the reaper
+  double m_cpu_seconds = 0;                       // user + system, set by the reaper
   boost::asio::steady_timer m_exited_event;       // cancelled when reaped: a one-shot event
   std::vector<std::function<void()>> m_on_exit;
 };

@@ -34,9 +34,20 @@ struct ChildArgs {
   const char* cwd = nullptr;
   int stdio[3] = {-1, -1, -1};  // the child's ends: become 0, 1, 2
   pid_t parent = 0;
+  const struct rlimit* rlimits = nullptr;  // with rlimit_resources: set one by one
+  const int* rlimit_resources = nullptr;
+  int rlimit_count = 0;
+  const char* const* join_files = nullptr;  // cgroup.procs files to write "0" to
+  int join_count = 0;
+  volatile int failed_step = 0;  // k_step_*: which step's errno `error` is
   volatile int error = 0;  // written by the child before it exits: shared memory
   int report_fd = -1;      // where a forked child (ThreadSanitizer builds) writes its errno
 };
+
+// Which step failed, for the error text: a general step, or the i-th limit or group.
+constexpr int k_step_general = 0;
+constexpr int k_step_rlimit = 1000;  // + index
+constexpr int k_step_join = 2000;    // + index
 
 // The child's last words: its errno, where the parent will look for it, then exit.
 [[noreturn]] __attribute__((no_sanitize("address", "undefined", "thread"))) void report_failure(ChildArgs* a, int err) {
@@ -67,6 +78,19 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int child_main(vo
   // ignored state a host may have inherited.
   KernelSigaction dfl{};
   for (int s = 1; s < NSIG; ++s) ::syscall(SYS_rt_sigaction, s, &dfl, nullptr, sizeof(dfl.mask));
+  for (int i = 0; i < a->rlimit_count; ++i) {
+    a->failed_step = k_step_rlimit + i;
+    EXTHOST_CHILD_CHECK(::syscall(SYS_prlimit64, 0, a->rlimit_resources[i], &a->rlimits[i], nullptr));
+  }
+  for (int i = 0; i < a->join_count; ++i) {
+    a->failed_step = k_step_join + i;
+    const long fd = ::syscall(SYS_openat, AT_FDCWD, a->join_files[i], O_WRONLY | O_CLOEXEC);
+    if (fd < 0) report_failure(a, errno);
+    const long written = ::syscall(SYS_write, fd, "0", 1);
+    if (written < 0) report_failure(a, errno);
+    ::syscall(SYS_close, fd);
+  }
+  a->failed_step = k_step_general;
   for (int target = 0; target < 3; ++target) {
     const int fd = a->stdio[target];
     if (fd == target) {
@@ -85,8 +109,9 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) int child_main(vo
   return 127;
 }
 
-Error spawn_error(const std::string& id, int err) {
-  return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
+Error spawn_error(const std::string& id, int err, const std::string& step = {}) {
+  return Error::extension("Failed to spawn extension '" + id + "': " + (step.empty() ? "" : step + ": ") +
+                          util::os_error_text(err));
 }
 
 void close_fd(int& fd) {
@@ -97,8 +122,17 @@ void close_fd(int& fd) {
 }  // namespace
 
 Result<Launched> launch(const std::string& extension_id, const std::string& exe, const std::vector<std::string>& args,
-                        const std::optional<std::filesystem::path>& cwd, const std::vector<std::string>& environment) {
+                        const std::optional<std::filesystem::path>& cwd, const std::vector<std::string>& environment,
+                        const Confinement& confinement) {
   // Everything the child touches is prepared here: it must not allocate.
+  std::vector<struct rlimit> rlimits;
+  std::vector<int> rlimit_resources;
+  for (const auto& r : confinement.rlimits) {
+    rlimits.push_back({r.soft, r.hard});
+    rlimit_resources.push_back(r.resource);
+  }
+  std::vector<const char*> join_files;
+  for (const auto& f : confinement.join_files) join_files.push_back(f.c_str());
   std::vector<char*> argv;
   argv.reserve(args.size() + 2);
   argv.push_back(const_cast<char*>(exe.c_str()));
@@ -139,6 +173,11 @@ Result<Launched> launch(const std::string& extension_id, const std::string& exe,
   a.stdio[1] = out[1];
   a.stdio[2] = err[1];
   a.parent = ::getpid();
+  a.rlimits = rlimits.data();
+  a.rlimit_resources = rlimit_resources.data();
+  a.rlimit_count = static_cast<int>(rlimits.size());
+  a.join_files = join_files.data();
+  a.join_count = static_cast<int>(join_files.size());
 
   // No handler of the host may run in the child while it shares our memory: block every
   // signal around the clone (the child resets handlers, then clears its mask).
@@ -183,7 +222,14 @@ Result<Launched> launch(const std::string& extension_id, const std::string& exe,
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     close_all();
-    return spawn_error(extension_id, a.error);
+    std::string step;
+    const int failed = a.failed_step;
+    if (failed >= k_step_join && failed - k_step_join < a.join_count) {
+      step = std::string("cannot join its control group (") + join_files[static_cast<std::size_t>(failed - k_step_join)] + ")";
+    } else if (failed >= k_step_rlimit && failed - k_step_rlimit < a.rlimit_count) {
+      step = "cannot set its " + confinement.rlimits[static_cast<std::size_t>(failed - k_step_rlimit)].what;
+    }
+    return spawn_error(extension_id, a.error, step);
   }
   return Launched{pid, in[1], out[0], err[0]};
 }

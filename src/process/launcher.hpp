@@ -7,6 +7,7 @@
 //   PR_SET_PDEATHSIG = SIGKILL      dies with the thread that launched it…
 //   getppid() check                …even if the host died before the prctl took effect
 //   every signal to SIG_DFL, empty mask (an ignored SIGPIPE would survive exec)
+//   its resource limits (prlimit), then joining its control groups (a write of "0")
 //   dup2 of the three pipe ends onto 0, 1, 2; chdir; close_range(3, ~0, CLOEXEC)
 // posix_spawn() would be as cheap but cannot set the parent-death signal.
 //
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "exthost/result.hpp"
+#include "process/resource_limits.hpp"
 
 namespace exthost::process {
 
@@ -31,10 +33,18 @@ struct Launched {
   int stderr_fd = -1;  // host's read end, close-on-exec
 };
 
+// What the child sets up for itself before exec, beyond the fixed steps above.
+struct Confinement {
+  std::vector<RlimitSetting> rlimits;
+  std::vector<std::string> join_files;  // cgroup.procs files
+};
+
 // Starts `exe` (a path) with argv[0] = exe, then `args`, and exactly `environment`.
 // On failure nothing is left behind (a child that failed to exec is reaped); the error reads
-// "Failed to spawn extension '<id>': <os error of the failing step>".
+// "Failed to spawn extension '<id>': <os error of the failing step>", with the limit or the
+// control group named when one of those steps failed.
 Result<Launched> launch(const std::string& extension_id, const std::string& exe, const std::vector<std::string>& args,
-                        const std::optional<std::filesystem::path>& cwd, const std::vector<std::string>& environment);
+                        const std::optional<std::filesystem::path>& cwd, const std::vector<std::string>& environment,
+                        const Confinement& confinement = {});
 
 }  // namespace exthost::process

@@ -3,6 +3,7 @@
 #include <array>
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <boost/json/object.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -68,7 +69,22 @@ void Connection::stop() {
   m_child->close_stdin();
 }
 
+void Connection::child_exited() {
+  m_child_exited = true;
+  boost::system::error_code ignored;
+  if (m_reader_running) m_child->stdout_pipe().cancel(ignored);  // wakes a reader waiting on an idle pipe
+}
+
+namespace {
+// Bytes the pipe holds now.
+std::size_t readable_bytes(int fd) {
+  int n = 0;
+  return ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+}  // namespace
+
 void Connection::abort_reader() {
+  m_reader_aborted = true;
   if (m_reader_running) m_reader_cancel.emit(asio::cancellation_type::terminal);
 }
 
@@ -85,9 +101,19 @@ asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
   wire::JsonParser json;
   std::vector<char> buf(k_read_chunk);
   auto& counters = self->m_inbox->counters();
+  const int stdout_fd = self->m_child->stdout_pipe().native_handle();
   for (;;) {
+    // The child is gone and the pipe is empty: whoever still holds its write end is not the
+    // extension, so this is its end of output.
+    if (self->m_child_exited && !self->m_stopped && !self->m_reader_aborted && readable_bytes(stdout_fd) == 0) {
+      self->end_transport(parser.finish() ? "transport error: " + *parser.finish() : "transport closed: EOF");
+      break;
+    }
     auto [ec, n] = co_await self->m_child->stdout_pipe().async_read_some(asio::buffer(buf),
                                                                           asio::as_tuple(asio::use_awaitable));
+    if (ec == asio::error::operation_aborted && self->m_child_exited && !self->m_stopped && !self->m_reader_aborted) {
+      continue;  // woken by child_exited(): drain, or end
+    }
     if (self->m_stopped || ec == asio::error::operation_aborted) break;
     counters.bytes_in.fetch_add(n, std::memory_order_relaxed);
     std::string_view view(buf.data(), n);

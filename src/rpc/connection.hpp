@@ -55,6 +55,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Stops the reader and closes stdin. Pending calls are left for the caller to fail.
   void stop();
+  // The child process has been reaped. Its stdout may stay open in descendants that
+  // inherited it, so EOF may never come: the reader drains what the pipe still holds, then
+  // ends the transport as at EOF ("transport closed: EOF").
+  void child_exited();
   // Stops only the reader: no EOF will be observed and pending calls stay pending. For tests
   // of lifecycle observation while nothing reads.
   void abort_reader();
@@ -90,6 +94,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::cancellation_signal m_reader_cancel;
   bool m_reader_running = false;
   bool m_stopped = false;
+  bool m_child_exited = false;
+  bool m_reader_aborted = false;
   bool m_writing = false;
   std::optional<boost::system::error_code> m_write_failure;
   std::deque<QueuedFrame> m_write_queue;

@@ -61,6 +61,7 @@ Result<std::unique_ptr<ProcessExtension::State>> ProcessExtension::spawn_state()
   spawn.args = m_spec.args;
   spawn.cwd = m_spec.cwd;
   spawn.environment = m_spec.environment;
+  spawn.limits = m_spec.limits;
   auto child = process::Child::spawn(m_executor, spawn);
   if (!child) return std::move(child).error();
   ++m_spawns;
@@ -69,17 +70,28 @@ Result<std::unique_ptr<ProcessExtension::State>> ProcessExtension::spawn_state()
   auto lifecycle = m_inbox->install_lifecycle(state->child->exit_probe());
   if (!lifecycle) return std::move(lifecycle).error();  // State's destructor kills the child
   state->lifecycle = std::move(lifecycle).value();
-  // A child's exit is seen without an RPC: its own generation is invalidated at once.
-  std::weak_ptr<rpc::Lifecycle> weak = state->lifecycle;
-  state->child->on_exit([weak] {
-    if (auto l = weak.lock()) l->invalidate();
-  });
   state->connection = rpc::Connection::start(m_inbox, state->child, state->lifecycle);
+  // A child's exit is seen without an RPC: its own generation is invalidated at once, and
+  // its connection ends even if descendants still hold its stdout.
+  std::weak_ptr<rpc::Lifecycle> weak = state->lifecycle;
+  std::weak_ptr<rpc::Connection> weak_connection = state->connection;
+  state->child->on_exit([weak, weak_connection] {
+    if (auto l = weak.lock()) l->invalidate();
+    if (auto c = weak_connection.lock()) c->child_exited();
+  });
   return state;
 }
 
 void ProcessExtension::remember_stderr() {
-  if (m_state && m_state->child) m_last_stderr_tail = m_state->child->stderr_snapshot().tail;
+  if (m_state && m_state->child) {
+    m_last_stderr_tail = m_state->child->stderr_snapshot().tail;
+    if (m_state->child->reaped()) m_last_exit = m_state->child->exit_description();
+  }
+}
+
+std::string ProcessExtension::exit_description() const {
+  if (m_state && m_state->child && m_state->child->reaped()) return m_state->child->exit_description();
+  return m_last_exit;
 }
 
 std::string ProcessExtension::stderr_tail() const {
@@ -270,6 +282,20 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
     co_return first;
   }
   if (m_stopped || ended_by_host(first_error)) co_return first;
+  if (m_spec.limits.any() && m_state) {
+    // Under limits, an ended child is reported rather than retried: the retry would meet
+    // the same limit. The next call restarts it.
+    auto child = m_state->child;
+    if (co_await child->wait_reaped(k_exit_status_wait)) {
+      remember_stderr();
+      m_inbox->invalidate_lifecycle();
+      m_state.reset();
+      m_has_state = false;
+      std::string report = first_error + "; extension '" + m_spec.id + "' " + m_last_exit;
+      if (!m_last_stderr_tail.empty()) report += "\nstderr tail of extension '" + m_spec.id + "':\n" + m_last_stderr_tail;
+      co_return Error{first.error().kind, std::move(report)};
+    }
+  }
   auto restarted = co_await restart_locked();
   if (!restarted) co_return std::move(restarted).error();
   const std::uint64_t retry_id = next_id();
@@ -543,8 +569,10 @@ asio::awaitable<void> ProcessExtension::shutdown() {
     state->connection->stop();  // closes stdin: a well-behaved child exits now
     state->lifecycle->invalidate();
     auto child = state->child;
+    m_stopping = child;  // force_shutdown() may cut the ladder short
     co_await child->wait_reaped(m_timeouts.shutdown_grace);
     co_await child->stop(m_timeouts.shutdown_grace);  // SIGTERM, grace, SIGKILL: to the group
+    m_stopping.reset();
     remember_stderr();
   }
   m_inbox->drop_subscribers();
@@ -553,6 +581,7 @@ asio::awaitable<void> ProcessExtension::shutdown() {
 
 void ProcessExtension::force_shutdown() {
   m_inbox->invalidate_lifecycle();
+  if (m_stopping) m_stopping->kill_group();  // a stop ladder still waiting: end it now
   if (m_state) {
     remember_stderr();
     m_state.reset();  // stops the reader, kills the group; the reaper collects the child

@@ -10,6 +10,9 @@
 //   once with a fresh id; an application error ("Extension error: …") is returned verbatim
 //   and never restarts anything. A stopped extension never respawns.
 // - The resolved initialize config lives only in memory and is re-sent on every restart.
+// - A child under resource limits that ends during a call is not restarted for a retry (the
+//   retry would meet the same limit): the call fails with the transport error, how the
+//   child ended, its limits and its stderr tail; the next call restarts it within budget.
 //
 // Threading: all coroutines run on the host's I/O thread. lifecycle_snapshot(), health()
 // and restart_count() may be called from any thread.
@@ -43,6 +46,7 @@ struct ProcessSpec {
   std::vector<std::string> args;
   std::optional<std::filesystem::path> cwd;  // the plugin directory
   std::vector<std::string> environment;      // "NAME=value"; the allowlist when empty
+  ResourceLimits limits;                     // per child (exthost/limits.hpp)
 };
 
 // Requests by how they ended (SPEC A11). Read from any thread.
@@ -80,9 +84,12 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
                                                                             std::optional<std::filesystem::path> cwd,
                                                                             std::optional<protocol::Author> caller);
 
-  // Stops at once: fails pending calls with "transport closed: extension cancelled". Not
-  // terminal: a later call() restarts the child.
+  // Stops at once: fails pending calls with "transport closed: extension cancelled", and
+  // kills a child whose stop ladder is still waiting. Not terminal: a later call() restarts
+  // the child (unless shutdown() ran).
   void force_shutdown();
+  // A child is running, or still on its way down through shutdown()'s ladder.
+  bool has_live_child() const { return m_state != nullptr || (m_stopping && !m_stopping->reaped()); }
 
   // Inbound requests from the extension are served by `handler` (memory.*, config.*).
   void set_inbound_handler(std::shared_ptr<rpc::InboundHandler> handler);
@@ -136,6 +143,12 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   const Timeouts& timeouts() const { return m_timeouts; }
   // The stderr tail of the current child, or of the last one that ran.
   std::string stderr_tail() const;
+  // How the current child ended (Child::exit_description), or the last one that ran; empty
+  // when no child has ended.
+  std::string exit_description() const;
+
+  // How long a failed call waits for its exiting child's status, to report how it ended.
+  static constexpr std::chrono::milliseconds k_exit_status_wait{1000};
 
  private:
   // One running child: its process, connection and lifecycle record. Dropping it
@@ -185,6 +198,8 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   boost::json::value m_initialize_config;        // memory only: never logged or written
   std::optional<std::filesystem::path> m_plugin_root;
   std::string m_last_stderr_tail;
+  std::string m_last_exit;
+  std::shared_ptr<process::Child> m_stopping;  // the child shutdown() is stopping, meanwhile
 };
 
 }  // namespace exthost::runtime

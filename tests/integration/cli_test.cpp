@@ -292,7 +292,7 @@ TEST_F(Cli, AFailedCallNamesTheExtensionAndTheMethod) {
 }
 
 TEST_F(Cli, ConformancePassesEveryCheckForTheExamples) {
-  for (const fs::path p : {k_examples / "echo", k_examples / "guard", k_examples / "notes", k_examples / "mockllm",
+  for (const fs::path& p : {k_examples / "echo", k_examples / "guard", k_examples / "notes", k_examples / "mockllm",
                            k_built_examples / "tasks", k_built_examples / "wordcount"}) {
     auto r = run("conformance " + p.string());
     EXPECT_EQ(r.exit_code, 0) << p << "\n" << r.out;
@@ -328,6 +328,22 @@ TEST_F(Cli, ConformanceNamesEachBrokenBehaviour) {
     EXPECT_TRUE(found) << failing;
   }
   EXPECT_EQ(exthost::testing::zombie_children(), 0);
+}
+
+TEST_F(Cli, LimitSetsTheMostAnExtensionMayUseAndItsReportNamesTheLimit) {
+  manifest("limits");
+  auto shown = run("check " + dir.string() + " --limit cpu_seconds=30 --limit open_files=64");
+  ASSERT_EQ(shown.exit_code, 0) << last_stderr();
+  EXPECT_NE(shown.out.find("limits:     open files 64, CPU 30 s"), std::string::npos) << shown.out;
+  auto r = run("call " + dir.string() + " burn-cpu --limit cpu_seconds=1");
+  EXPECT_EQ(r.exit_code, 4);
+  const std::string err = last_stderr();
+  EXPECT_NE(err.find("SIGXCPU"), std::string::npos) << err;
+  EXPECT_NE(err.find("CPU-time limit of 1 s"), std::string::npos) << err;
+  EXPECT_NE(err.find("burn-cpu: spinning until a signal ends it"), std::string::npos) << "the stderr tail: " << err;
+  auto bad = run("call " + dir.string() + " echo --limit cpu=1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(last_stderr().find("--limit expects KEY=VALUE"), std::string::npos) << last_stderr();
 }
 
 }  // namespace

@@ -226,4 +226,20 @@ TEST_F(HostileTest, ExecOfAMissingBinaryFailsTheLoadCleanly) {
   EXPECT_EQ(r.error().message, "Failed to spawn extension 'missing': No such file or directory (os error 2)");
 }
 
+TEST_F(HostileTest, ALeaderThatExitsWhileItsGrandchildHoldsStdoutEndsTheTransport) {
+  // The grandchild forked at initialize keeps the stdout pipe open: no EOF ever comes, yet
+  // the call must fail as at EOF, not wait for its deadline.
+  exthost::Host host(options());
+  EXPECT_TRUE(host.load(write_fake_plugin(root.path(), "healthy", {"echo"})));
+  ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "hostile", {"grandchild"})));
+  auto grandchild = host.call_tool("hostile", "echo", "{}");
+  ASSERT_TRUE(grandchild) << grandchild.error().message;
+  auto r = host.call_tool("hostile", "exit-now", "{}");
+  expect_error(r, "transport closed: EOF");
+  EXPECT_EQ(r.error().message.find("timed out"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(host.call_tool("healthy", "echo", "{}"));
+  ASSERT_TRUE(host.unload("hostile"));
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+}
+
 }  // namespace

@@ -336,3 +336,29 @@ TEST_F(ManagerTest, StatsCountFramesCallsAndRestarts) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(ManagerTest, ShutdownAllKillsWhatIsStillStoppingAtItsBound) {
+  // Each stop ladder would wait 30 s after SIGTERM for an extension that ignores it; the
+  // overall bound (k_shutdown_all_bound, 10 s) kills it instead.
+  auto o = options();
+  o.shutdown_grace = std::chrono::seconds(30);
+  o.shutdown_request_timeout = std::chrono::milliseconds(200);
+  exthost::Host host(o);
+  ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "stubborn", {"ignore-sigterm"})));
+  ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "polite", {"echo"})));
+  const auto stubborn = host.child_pid("stubborn");
+  const auto polite = host.child_pid("polite");
+  ASSERT_TRUE(stubborn && polite);
+  const auto started = std::chrono::steady_clock::now();
+  host.shutdown_all();
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, std::chrono::seconds(25)) << "the bound, not the 30 s grace, ended the wait";
+  for (int i = 0; i < 500 && exthost::testing::alive(*stubborn); ++i) ::usleep(10'000);
+  EXPECT_FALSE(exthost::testing::alive(*stubborn)) << "killed at the bound";
+  EXPECT_FALSE(exthost::testing::alive(*polite));
+  EXPECT_TRUE(host.list().empty());
+}
+
+}  // namespace

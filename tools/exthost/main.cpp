@@ -31,6 +31,8 @@ struct Options {
   double timeout = 0;
   std::string home;
   std::string project;
+  std::vector<std::string> limits;  // KEY=VALUE, ResourceLimits' manifest keys
+  ResourceLimits resource_limits;   // parsed from `limits`
 };
 
 Style out_style() { return Style::for_stream(stdout); }
@@ -52,6 +54,7 @@ HostOptions host_options(const Options& o) {
   HostOptions opts;
   opts.home = o.home;
   opts.project_dir = o.project;
+  opts.limits = o.resource_limits;
   if (o.timeout > 0) {
     const auto ms = std::chrono::milliseconds(static_cast<long long>(o.timeout * 1000));
     opts.tool_call_timeout = ms;
@@ -77,6 +80,8 @@ void print_info(const ExtensionInfo& info) {
   std::printf("health:     %s\n", health_text(s, info.health).c_str());
   std::printf("generation: %llu\n", static_cast<unsigned long long>(info.generation));
   std::printf("initialize: %.1f ms (spawn to answer)\n", info.init_ms);
+  std::printf("limits:     %s\n", describe_limits(info.limits).c_str());
+  std::printf("contained:  %s\n", info.contained_by_cgroup ? "its own control group (daemons included)" : "its process group");
   std::printf("tools:      %zu\n", info.tools.size());
   for (const auto& t : info.tools) std::printf("  %-20s %s\n", t.name.c_str(), t.description.c_str());
   if (!info.hooks.empty()) {
@@ -329,6 +334,7 @@ int run_stats(const Options& o) {
                   static_cast<unsigned long long>(st.late_replies), static_cast<unsigned long long>(st.inbound_requests));
       std::printf("  restarts %llu, generation %llu\n", static_cast<unsigned long long>(st.restarts),
                   static_cast<unsigned long long>(st.generation));
+      if (!st.last_exit.empty()) std::printf("  last exit: %s\n", st.last_exit.c_str());
     }
     return static_cast<int>(k_exit_ok);
   });
@@ -363,6 +369,9 @@ int run_conformance(const Options& o) {
   return report.passed() ? static_cast<int>(k_exit_ok) : static_cast<int>(k_exit_extension);
 }
 
+constexpr const char* k_limit_help =
+    "Resource limit for every extension, KEY=VALUE, repeatable: address_space_mib, open_files, processes, "
+    "cpu_seconds (a manifest may ask for less, never more)";
 constexpr const char* k_home_help = "exthost home (default $EXTHOST_HOME, else $XDG_DATA_HOME/exthost)";
 
 // A verb that takes a plugin directory (required or not), --json, --timeout and --home.
@@ -377,6 +386,7 @@ CLI::App* verb(CLI::App& app, const char* name, const char* what, Options& o, bo
   sub->add_option("--timeout", o.timeout, std::string("Deadline in seconds (default ") + timeout_default + ")");
   sub->add_option("--home", o.home, k_home_help);
   if (!dir_required) sub->add_option("--project", o.project, "Project folder: also search <project>/.exthost/plugins");
+  sub->add_option("--limit", o.limits, k_limit_help);
   return sub;
 }
 
@@ -421,11 +431,13 @@ int main(int argc, char** argv) {
   auto* conformance = verb(app, "conformance", "Check a plugin's extension against the protocol, check by check.", o,
                            true, "Print {plugin, passed, checks: [{name, what, passed, detail}], stderr_tail}",
                            "5 per step");
+  conformance->remove_option(conformance->get_option("--limit"));  // it spawns through no host
   auto* serve_cmd = app.add_subcommand(
       "serve", "Serve the host API as JSON-RPC 2.0 on stdin/stdout (Content-Length framing); see docs/serve.md.");
   serve_cmd->add_option("--home", o.home, k_home_help);
   serve_cmd->add_option("--project", o.project, "Project folder: discovery also searches <project>/.exthost/plugins");
   serve_cmd->add_option("--timeout", o.timeout, "Deadline in seconds for every extension method (default: per method)");
+  serve_cmd->add_option("--limit", o.limits, k_limit_help);
 
   try {
     app.parse(argc, argv);
@@ -438,6 +450,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return k_exit_usage;
+  }
+  for (const auto& kv : o.limits) {
+    if (auto set = set_limit(o.resource_limits, kv); !set) return fail(set.error());
   }
   try {
     if (check->parsed()) return run_check(o);

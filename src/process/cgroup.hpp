@@ -1,0 +1,69 @@
+// process/cgroup.hpp — one control group per extension child, where the host may make one
+// (SPEC A4's further layer).
+//
+// A control group holds every descendant of the child, including daemons that left its
+// session and process group, so stopping the extension can kill them all; its pids
+// controller bounds how many processes the subtree may have (ResourceLimits::processes).
+//
+// Where: under the host's own group, in the unified (v2) tree for containment (its
+// cgroup.kill ends the whole subtree at once), and in a tree with the pids controller for
+// the processes limit (v2 where `pids` is enabled for the host's group's children, else the
+// v1 `pids` hierarchy). Nothing writable: no group, and the process group remains the only
+// containment (docs/protocol.md states what holds then).
+//
+// Names: exthost-<host pid>-<sequence>-<extension id>. The first group made by a host also
+// sweeps groups left by hosts that no longer run (killed with SIGKILL): their processes are
+// killed and the groups removed.
+//
+// Threading: create and destroy on any one thread; the join paths are read by the launcher.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exthost/result.hpp"
+
+namespace exthost::process {
+
+// What this host can make, probed once per process.
+struct CgroupSupport {
+  std::optional<std::filesystem::path> unified;  // writable v2 group of the host
+  std::optional<std::filesystem::path> pids;     // writable group of the host with the pids controller
+};
+const CgroupSupport& cgroup_support();
+
+class ExtensionCgroup {
+ public:
+  // Makes the extension's groups. nullptr when no tree is writable and no processes limit
+  // is asked. Error when `pids_max` is asked but no pids controller is writable.
+  static Result<std::unique_ptr<ExtensionCgroup>> create(const std::string& extension_id,
+                                                         std::optional<std::uint64_t> pids_max);
+  ~ExtensionCgroup();  // kills what is left, then removes the groups
+  ExtensionCgroup(const ExtensionCgroup&) = delete;
+  ExtensionCgroup& operator=(const ExtensionCgroup&) = delete;
+
+  // The cgroup.procs files the child writes "0" to before exec, to join.
+  const std::vector<std::string>& join_files() const { return m_join_files; }
+  // SIGKILL to every process in the groups, now (idempotent).
+  void kill_all();
+  // How many forks the pids controller refused (its pids.events "max"); 0 without one.
+  std::uint64_t forks_refused() const;
+  bool has_pids_limit() const { return m_pids_dir.has_value(); }
+
+  // How long the destructor keeps trying to remove a group whose killed processes are
+  // still exiting, before leaving it for the next host's sweep.
+  static constexpr int k_remove_attempts = 50;
+
+ private:
+  ExtensionCgroup() = default;
+  std::vector<std::filesystem::path> m_dirs;
+  std::optional<std::filesystem::path> m_unified_dir;
+  std::optional<std::filesystem::path> m_pids_dir;
+  std::vector<std::string> m_join_files;
+};
+
+}  // namespace exthost::process
