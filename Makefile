@@ -26,8 +26,7 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --preset asan -j $(JOBS)
 
-# The suite under ThreadSanitizer; not yet part of `make test` (ARCHITECTURE.md, "the
-# launcher under ThreadSanitizer").
+# The suite under ThreadSanitizer (CI runs it after `make test`).
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)

@@ -120,6 +120,10 @@ struct ExtensionStats {
   std::uint64_t notifications_delivered = 0, notifications_dropped = 0;
   std::uint64_t late_replies = 0, discarded_frames = 0, cancel_notifications = 0;
   std::uint64_t inbound_requests = 0, inbound_in_flight_peak = 0;
+  // Notification frames parked for subscribers and their consumers: the high-water marks in
+  // frames and in body bytes, and how often the reader waited for the per-extension byte
+  // budget (8 MiB), holding the extension back.
+  std::uint64_t queued_frames_peak = 0, queued_bytes_peak = 0, queue_budget_waits = 0;
   std::uint64_t calls_ok = 0, calls_application_error = 0, calls_transport_error = 0, calls_timeout = 0,
                 calls_cancelled = 0;
   std::uint64_t restarts = 0;

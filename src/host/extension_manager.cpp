@@ -558,6 +558,10 @@ std::optional<ExtensionStats> ExtensionManager::stats(const std::string& id) con
   s.cancel_notifications = c.cancel_notifications;
   s.inbound_requests = c.inbound_requests;
   s.inbound_in_flight_peak = c.inbound_in_flight_peak;
+  const auto& budget = ext->inbox().budget();
+  s.queued_frames_peak = budget.peak_frames();
+  s.queued_bytes_peak = budget.peak_bytes();
+  s.queue_budget_waits = budget.waits();
   const auto& o = ext->outcomes();
   s.calls_ok = o.ok;
   s.calls_application_error = o.application_error;

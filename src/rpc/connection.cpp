@@ -137,7 +137,7 @@ asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
         keep_reading = false;
         break;
       }
-      keep_reading = co_await self->dispatch(std::move(parsed).value());
+      keep_reading = co_await self->dispatch(std::move(parsed).value(), step.body->size());
     }
     if (!keep_reading || self->m_stopped) break;
     if (ec) {
@@ -157,7 +157,7 @@ asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
   self->m_reader_running = false;
 }
 
-asio::awaitable<bool> Connection::dispatch(boost::json::value frame) {
+asio::awaitable<bool> Connection::dispatch(boost::json::value frame, std::size_t bytes) {
   auto message = wire::classify(std::move(frame));
   auto& counters = m_inbox->counters();
   if (auto* resp = std::get_if<wire::Response>(&message)) {
@@ -165,8 +165,8 @@ asio::awaitable<bool> Connection::dispatch(boost::json::value frame) {
     co_return true;
   }
   if (auto* note = std::get_if<wire::Notification>(&message)) {
-    NotificationFrame nf{std::move(note->method), std::move(note->params)};
-    co_return co_await m_inbox->fan_out(std::move(nf));
+    NotificationFrame nf{std::move(note->method), std::move(note->params), {}};
+    co_return co_await m_inbox->fan_out(std::move(nf), bytes);
   }
   if (auto* req = std::get_if<wire::InboundRequest>(&message)) {
     counters.inbound_requests.fetch_add(1, std::memory_order_relaxed);

@@ -85,7 +85,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static boost::asio::awaitable<void> send_cancel(std::shared_ptr<Connection> self, std::uint64_t id);
   static boost::asio::awaitable<void> serve_inbound(std::shared_ptr<Inbox> inbox, boost::json::value id,
                                                     std::string method, boost::json::value params);
-  boost::asio::awaitable<bool> dispatch(boost::json::value frame);  // false: stop reading
+  // `bytes`: the frame body's size. False: stop reading.
+  boost::asio::awaitable<bool> dispatch(boost::json::value frame, std::size_t bytes);
   void end_transport(const std::string& reason);
 
   std::shared_ptr<Inbox> m_inbox;

@@ -30,7 +30,9 @@ void Subscription::unsubscribe() {
 }
 
 Inbox::Inbox(boost::asio::any_io_executor ex, std::string extension_id)
-    : m_executor(std::move(ex)), m_extension_id(std::move(extension_id)) {}
+    : m_executor(std::move(ex)),
+      m_extension_id(std::move(extension_id)),
+      m_budget(std::make_shared<ByteBudget>(m_executor, k_parked_bytes_budget)) {}
 
 Result<std::shared_ptr<Lifecycle>> Inbox::install_lifecycle(std::shared_ptr<process::ExitProbe> probe) {
   const std::uint64_t generation = m_next_generation;
@@ -137,7 +139,7 @@ void Inbox::release_inbound_slot() {
   m_inbound_slot_freed.notify();
 }
 
-boost::asio::awaitable<bool> Inbox::fan_out(NotificationFrame frame) {
+boost::asio::awaitable<bool> Inbox::fan_out(NotificationFrame frame, std::size_t bytes) {
   if (m_subscribers.empty()) {
     m_counters.notifications_dropped.fetch_add(1, std::memory_order_relaxed);
     util::log().trace("extension '{}': Notification {} with no active subscribers; dropping", m_extension_id,
@@ -149,7 +151,16 @@ boost::asio::awaitable<bool> Inbox::fan_out(NotificationFrame frame) {
   bool any_dead = false;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     auto& queue = targets[i].second;
-    NotificationFrame copy = (i + 1 == targets.size()) ? std::move(frame) : frame;
+    NotificationFrame copy;
+    if (i + 1 == targets.size()) {
+      copy = std::move(frame);
+    } else {
+      copy.method = frame.method;
+      copy.params = frame.params;
+    }
+    auto lease = co_await m_budget->acquire(bytes);
+    if (!lease) co_return false;  // cancelled: the reader is being stopped
+    copy.lease = std::move(*lease);
     const bool pushed = co_await queue->push(std::move(copy));
     if (pushed) {
       m_counters.notifications_delivered.fetch_add(1, std::memory_order_relaxed);

@@ -25,6 +25,7 @@
 
 #include "exthost/health.hpp"
 #include "exthost/result.hpp"
+#include "rpc/byte_budget.hpp"
 #include "rpc/event.hpp"
 #include "rpc/lifecycle.hpp"
 #include "rpc/notification_queue.hpp"
@@ -146,8 +147,11 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   // Ends every subscription (buffered frames stay drainable) and forgets them.
   void drop_subscribers();
   std::size_t subscriber_count() const { return m_subscribers.size(); }
-  // Awaited fan-out: waits on each full subscriber in turn. False if cancelled.
-  boost::asio::awaitable<bool> fan_out(NotificationFrame frame);
+  // Awaited fan-out: for each subscriber in turn, waits for the byte budget (`bytes`, the
+  // frame's body size, per copy), then for room in its queue. False if cancelled.
+  boost::asio::awaitable<bool> fan_out(NotificationFrame frame, std::size_t bytes);
+  // The extension's parked-bytes budget, its level and high-water marks.
+  const ByteBudget& budget() const { return *m_budget; }
 
   // --- cancellation (SPEC A3) ---------------------------------------------------------
   // Whether the extension declared capabilities.cancellation: then every request the host
@@ -177,6 +181,7 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   bool m_closed = false;
   std::unordered_map<std::uint64_t, std::shared_ptr<PendingCall>> m_pending;
 
+  std::shared_ptr<ByteBudget> m_budget;
   std::uint64_t m_next_subscriber = 0;
   std::vector<std::pair<std::uint64_t, std::shared_ptr<NotificationQueue>>> m_subscribers;
 

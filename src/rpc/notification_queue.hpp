@@ -6,6 +6,7 @@
 #include <string>
 
 #include "rpc/bounded_queue.hpp"
+#include "rpc/byte_budget.hpp"
 
 namespace exthost::rpc {
 
@@ -16,6 +17,7 @@ inline constexpr std::size_t k_notification_queue_capacity = 8;
 struct NotificationFrame {
   std::string method;
   boost::json::value params;  // null when the frame had none
+  BudgetLease lease;          // the extension's parked bytes this frame holds (SPEC A6)
 };
 
 class NotificationQueue : public BoundedQueue<NotificationFrame> {

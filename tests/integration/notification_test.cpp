@@ -31,6 +31,42 @@ class NotificationTest : public ::testing::Test {
   asio::io_context io;
 };
 
+TEST_F(NotificationTest, TheParkedBytesBudgetHoldsTheReaderBackBeforeTheFrameCountDoes) {
+  // 6 × 3 MiB: two frames fit the 8 MiB budget, the third waits though the queue has room.
+  constexpr int k_frames = 6;
+  auto ext = start({"notify", std::to_string(k_frames), std::to_string(3u << 20)});
+  ASSERT_TRUE(ext);
+  auto sub = ext->subscribe_notifications();
+  auto call = asio::co_spawn(io, ext->call("tool.call", boost::json::parse(R"({"name":"echo","input":1})")),
+                             asio::use_future);
+  const auto& budget = ext->inbox().budget();
+  ASSERT_TRUE(run_until(io, [&] { return budget.waits() >= 1; })) << "the reader never met the budget";
+  run_until(io, [] { return false; }, std::chrono::milliseconds(200));
+  EXPECT_EQ(sub.queue().size(), 2u) << "held back by bytes, with room for " << rpc::k_notification_queue_capacity << " frames";
+  EXPECT_LE(budget.parked_bytes(), rpc::k_parked_bytes_budget);
+  EXPECT_NE(call.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  // Drain: every frame arrives whole and in order; each one dropped frees its bytes.
+  int next = 0;
+  auto drain = [&]() -> asio::awaitable<void> {
+    while (next < k_frames) {
+      auto f = co_await sub.queue().pop();
+      if (!f) co_return;
+      EXPECT_EQ(f->params.as_object().at("index").as_int64(), next);
+      EXPECT_EQ(f->params.as_object().at("pad").as_string().size(), 3u << 20);
+      ++next;
+    }
+  };
+  ASSERT_TRUE(run_bounded(io, drain()));
+  EXPECT_EQ(next, k_frames);
+  ASSERT_TRUE(run_until(io, [&] { return call.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  EXPECT_TRUE(call.get().ok());
+  EXPECT_EQ(budget.parked_bytes(), 0u);
+  EXPECT_EQ(budget.peak_frames(), 2u);
+  EXPECT_GT(budget.peak_bytes(), 6u << 20);
+  EXPECT_LE(budget.peak_bytes(), rpc::k_parked_bytes_budget);
+  run_bounded(io, ext->shutdown());
+}
+
 TEST_F(NotificationTest, AFloodIsBackpressuredNotRetained) {
   auto ext = start({"notify", "100", "32768"});  // 100 × 32 KiB: far beyond queue and pipe
   ASSERT_TRUE(ext);

@@ -332,6 +332,10 @@ int run_stats(const Options& o) {
                   static_cast<unsigned long long>(st.notifications_delivered),
                   static_cast<unsigned long long>(st.notifications_dropped),
                   static_cast<unsigned long long>(st.late_replies), static_cast<unsigned long long>(st.inbound_requests));
+      std::printf("  queues   peak %llu frames, %llu bytes; waited for the byte budget %llu times\n",
+                  static_cast<unsigned long long>(st.queued_frames_peak),
+                  static_cast<unsigned long long>(st.queued_bytes_peak),
+                  static_cast<unsigned long long>(st.queue_budget_waits));
       std::printf("  restarts %llu, generation %llu\n", static_cast<unsigned long long>(st.restarts),
                   static_cast<unsigned long long>(st.generation));
       if (!st.last_exit.empty()) std::printf("  last exit: %s\n", st.last_exit.c_str());

@@ -16,7 +16,10 @@ namespace {
 using namespace boost::asio::experimental::awaitable_operators;
 using exthost::testing::run_bounded;
 
-rpc::NotificationFrame frame(const char* method, const char* params) { return {method, boost::json::parse(params)}; }
+rpc::NotificationFrame frame(const char* method, const char* params) { return {method, boost::json::parse(params), {}}; }
+// Frames are move-only (each holds its budget lease): a list of them is built from specs.
+using FrameSpec = std::pair<const char*, const char*>;
+FrameSpec spec(const char* method, const char* params) { return {method, params}; }
 
 struct Forwarded {
   InvokeOutputReport report;
@@ -34,7 +37,9 @@ boost::asio::awaitable<bool> forward_all(InvokeEventChannel& channel, std::vecto
   co_return saw_done;
 }
 
-Forwarded run(std::vector<rpc::NotificationFrame> frames) {
+Forwarded run(const std::vector<FrameSpec>& specs) {
+  std::vector<rpc::NotificationFrame> frames;
+  for (const auto& [method, params] : specs) frames.push_back(frame(method, params));
   boost::asio::io_context io;
   InvokeEventChannel channel(io.get_executor(), InvokeOutputBudget::unlimited());
   Forwarded out;
@@ -49,12 +54,12 @@ Forwarded run(std::vector<rpc::NotificationFrame> frames) {
 }
 
 TEST(ForwardInvokeCommandFrame, ForwardsAMixedEventStreamInOrder) {
-  auto f = run({frame("command.output", R"({"request_id":"req-1","event":{"kind":"text","content":"hi"}})"),
-                frame("task.start", R"({"id":"dl","label":"Downloading","kind":"download"})"),
-                frame("task.update", R"({"id":"dl","current":1,"total":2})"),
-                frame("command.output", R"({"request_id":"req-1","kind":"system","content":"sys"})"),
-                frame("task.done", R"({"id":"dl"})"),
-                frame("command.output", R"({"request_id":"req-1","kind":"done"})")});
+  auto f = run({spec("command.output", R"({"request_id":"req-1","event":{"kind":"text","content":"hi"}})"),
+                spec("task.start", R"({"id":"dl","label":"Downloading","kind":"download"})"),
+                spec("task.update", R"({"id":"dl","current":1,"total":2})"),
+                spec("command.output", R"({"request_id":"req-1","kind":"system","content":"sys"})"),
+                spec("task.done", R"({"id":"dl"})"),
+                spec("command.output", R"({"request_id":"req-1","kind":"done"})")});
   ASSERT_EQ(f.report.events.size(), 6u);
   EXPECT_TRUE(std::holds_alternative<protocol::CommandOutputEvent>(f.report.events[0]));
   EXPECT_TRUE(std::holds_alternative<protocol::TaskEvent>(f.report.events[1]));
@@ -66,20 +71,20 @@ TEST(ForwardInvokeCommandFrame, ForwardsAMixedEventStreamInOrder) {
 }
 
 TEST(ForwardInvokeCommandFrame, IgnoresCommandOutputForAnUnrelatedRequestId) {
-  auto f = run({frame("command.output", R"({"request_id":"other","kind":"done"})")});
+  auto f = run({spec("command.output", R"({"request_id":"other","kind":"done"})")});
   EXPECT_TRUE(f.report.events.empty());
   EXPECT_FALSE(f.saw_done);
 }
 
 TEST(ForwardInvokeCommandFrame, SkipsMalformedCommandOutputWithoutAborting) {
-  auto f = run({frame("command.output", R"({"request_id":"req-1","event":{}})"),
-                frame("command.output", R"({"request_id":"req-1","kind":"done"})")});
+  auto f = run({spec("command.output", R"({"request_id":"req-1","event":{}})"),
+                spec("command.output", R"({"request_id":"req-1","kind":"done"})")});
   ASSERT_EQ(f.report.events.size(), 1u);
   EXPECT_TRUE(f.saw_done);
 }
 
 TEST(ForwardInvokeCommandFrame, TaskEventsPassThroughRegardlessOfRequestId) {
-  auto f = run({frame("task.log", R"({"id":"abc","line":"...","request_id":"unrelated"})")});
+  auto f = run({spec("task.log", R"({"id":"abc","line":"...","request_id":"unrelated"})")});
   ASSERT_EQ(f.report.events.size(), 1u);
   const auto& log = std::get<protocol::task_event::Log>(std::get<protocol::TaskEvent>(f.report.events[0]));
   EXPECT_EQ(log.id, "abc");
@@ -87,7 +92,7 @@ TEST(ForwardInvokeCommandFrame, TaskEventsPassThroughRegardlessOfRequestId) {
 }
 
 TEST(ForwardInvokeCommandFrame, UnrelatedMethodsAreDropped) {
-  auto f = run({frame("provider.stream.event", R"({"type":"text","delta":"x"})")});
+  auto f = run({spec("provider.stream.event", R"({"type":"text","delta":"x"})")});
   EXPECT_TRUE(f.report.events.empty());
 }
 
