@@ -242,4 +242,66 @@ TEST_F(HostileTest, ALeaderThatExitsWhileItsGrandchildHoldsStdoutEndsTheTranspor
   EXPECT_EQ(exthost::testing::zombie_children(), 0);
 }
 
+TEST_F(HostileTest, IgnoringSigtermEndsWithSigkillAtTheEndOfTheLadder) {
+  auto o = options();
+  o.shutdown_request_timeout = std::chrono::milliseconds(200);
+  o.shutdown_grace = std::chrono::milliseconds(300);
+  exthost::Host host(o);
+  EXPECT_TRUE(host.load(write_fake_plugin(root.path(), "healthy", {"echo"})));
+  ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "hostile", {"ignore-sigterm"})));
+  const auto pid = host.child_pid("hostile");
+  ASSERT_TRUE(pid);
+  auto unloaded = std::async(std::launch::async, [&] { return host.unload("hostile"); });
+  int healthy_calls = 0;
+  while (unloaded.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && healthy_calls < 100000) {
+    auto r = host.call_tool("healthy", "echo", R"({"still":"here"})");
+    ASSERT_TRUE(r && *r == R"({"content":{"still":"here"}})");
+    ++healthy_calls;
+  }
+  ASSERT_EQ(unloaded.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_TRUE(unloaded.get());
+  EXPECT_GE(healthy_calls, 1) << "the healthy extension answered while the ladder ran";
+  EXPECT_FALSE(exthost::testing::alive(*pid)) << "SIGKILL ended what SIGTERM did not";
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+}
+
+TEST_F(HostileTest, AFloodOfInboundRequestsIsBoundedAndWedgesOnlyItself) {
+  // 5,000 memory.query requests written before reading any reply. The host serves at most
+  // 16 at once; their replies fill the extension's stdin, which it does not read, so the
+  // host stops reading its requests: both sides wait, and only the flooding call ends, at
+  // its deadline. Nothing grows without bound, and the healthy extension keeps answering.
+  exthost::Host host(options());
+  auto out = run_attack(host, {"inbound-flood", "5000"}, "echo");
+  if (out.attack) {
+    EXPECT_EQ(*out.attack, R"({"replies":5000,"every_id_once":true})");
+  } else {
+    EXPECT_NE(out.attack.error().message.find("timed out"), std::string::npos) << out.attack.error().message;
+  }
+  const auto stats = host.stats("hostile");
+  ASSERT_TRUE(stats);
+  EXPECT_GE(stats->inbound_requests, 16u);
+  EXPECT_LE(stats->inbound_requests, 5000u);
+  EXPECT_LE(stats->inbound_in_flight_peak, 16u);
+  ASSERT_TRUE(host.unload("hostile"));
+  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+}
+
+TEST_F(HostileTest, AForkedAndADaemonizedGrandchildEndWithTheirExtension) {
+  exthost::Host host(options());
+  EXPECT_TRUE(host.load(write_fake_plugin(root.path(), "healthy", {"echo"})));
+  auto info = host.load(write_fake_plugin(root.path(), "hostile", {"limits"}));
+  ASSERT_TRUE(info) << info.error().message;
+  auto daemon_reply = host.call_tool("hostile", "daemonize", "{}");
+  ASSERT_TRUE(daemon_reply) << daemon_reply.error().message;
+  const auto daemon = static_cast<pid_t>(std::stol(daemon_reply->substr(daemon_reply->find(':') + 1)));
+  ASSERT_GT(daemon, 0);
+  EXPECT_TRUE(exthost::testing::alive(daemon));
+  EXPECT_TRUE(host.call_tool("healthy", "echo", "{}"));
+  ASSERT_TRUE(host.unload("hostile"));
+  EXPECT_TRUE(host.call_tool("healthy", "echo", "{}"));
+  if (!info->contained_by_cgroup) GTEST_SKIP() << "no writable control group: a daemon is not contained here";
+  for (int i = 0; i < 500 && exthost::testing::alive(daemon); ++i) ::usleep(10'000);
+  EXPECT_FALSE(exthost::testing::alive(daemon)) << "daemon " << daemon << " outlived its extension";
+}
+
 }  // namespace
