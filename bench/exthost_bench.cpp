@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "rpc/event.hpp"
+#include "process/cgroup.hpp"
 #include "runtime/process_extension.hpp"
 #include "wire/json.hpp"
 
@@ -147,6 +148,7 @@ asio::awaitable<int> bench(Options o) {
   spec.id = "bench";
   spec.command = o.ext.front();
   spec.args.assign(o.ext.begin() + 1, o.ext.end());
+  exthost::process::prepare_cgroups();  // as exthost::Host does when it starts, before any spawn
   const auto t0 = Clock::now();
   auto spawned = co_await exthost::runtime::ProcessExtension::spawn(ex, spec);
   if (!spawned) die(spawned.error().message);

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "process/cgroup.hpp"
 #include "host/extension_manager.hpp"
 #include "host/home.hpp"
 #include "protocol/ui_event.hpp"
@@ -262,6 +263,7 @@ asio::awaitable<Result<std::string>> not_found_text_on_io(std::string id) {
 
 Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
   std::signal(SIGPIPE, SIG_IGN);
+  process::prepare_cgroups();  // once per process: the first extension's spawn need not probe
   m_impl->options = options;
   host::ManagerOptions m;
   m.timeouts = m_impl->timeouts();

@@ -56,14 +56,6 @@ bool write_file(const fs::path& p, std::string_view text) {
   return static_cast<bool>(out);
 }
 
-// A group this host can make children in: proven by making (and removing) one.
-bool can_make_groups(const fs::path& dir) {
-  const fs::path probe = dir / (std::string(k_prefix) + std::to_string(::getpid()) + "-probe");
-  if (::mkdir(probe.c_str(), 0755) != 0) return false;
-  ::rmdir(probe.c_str());
-  return true;
-}
-
 std::vector<pid_t> members(const fs::path& dir) {
   std::vector<pid_t> out;
   std::istringstream in(read_file(dir / "cgroup.procs"));
@@ -87,11 +79,37 @@ void kill_members(const fs::path& dir) {
   }
 }
 
+// Groups whose killed members were still exiting when they were to be removed: retried at
+// the next group made or removed, and when the host exits; the next host sweeps the rest.
+struct PendingRemovals {
+  std::mutex mutex;
+  std::vector<fs::path> dirs;
+  ~PendingRemovals() {
+    for (int attempt = 0; attempt < ExtensionCgroup::k_remove_attempts && !dirs.empty(); ++attempt) {
+      std::erase_if(dirs, [](const fs::path& d) { return ::rmdir(d.c_str()) == 0 || errno != EBUSY; });
+      if (!dirs.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+};
+PendingRemovals& pending_removals() {
+  static PendingRemovals pending;
+  return pending;
+}
+
+void retry_pending_removals() {
+  auto& p = pending_removals();
+  std::lock_guard lock(p.mutex);
+  std::erase_if(p.dirs, [](const fs::path& d) { return ::rmdir(d.c_str()) == 0 || errno != EBUSY; });
+}
+
+// Never waits: a group still busy is left for a later attempt.
 void remove_group(const fs::path& dir) {
-  for (int attempt = 0; attempt < ExtensionCgroup::k_remove_attempts; ++attempt) {
-    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
-    if (errno != EBUSY) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // killed members still exiting
+  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
+  if (errno == EBUSY) {
+    auto& p = pending_removals();
+    std::lock_guard lock(p.mutex);
+    p.dirs.push_back(dir);
+    return;
   }
   util::log().debug("cgroup {} not removed: {}", dir.string(), util::os_error_text(errno));
 }
@@ -158,16 +176,17 @@ CgroupSupport probe() {
   }
   // The group's directory: its path below the tree's mount point.
   auto group_dir = [](const fs::path& mount, const std::string& own) { return mount / fs::path(own).relative_path(); };
+  // Candidates only: whether the host may make groups there is learnt at the first mkdir.
   if (v2_mount && own_v2) {
     const fs::path dir = group_dir(*v2_mount, *own_v2);
-    if (can_make_groups(dir)) {
+    if (::access(dir.c_str(), W_OK) == 0) {
       s.unified = dir;
       if (contains_word(read_file(dir / "cgroup.subtree_control"), "pids")) s.pids = dir;
     }
   }
   if (!s.pids && pids_mount && own_pids) {
     const fs::path dir = group_dir(*pids_mount, *own_pids);
-    if (can_make_groups(dir)) s.pids = dir;
+    if (::access(dir.c_str(), W_OK) == 0) s.pids = dir;
   }
   return s;
 }
@@ -185,9 +204,25 @@ const CgroupSupport& cgroup_support() {
   return support;
 }
 
+namespace {
+// Set when making a group in the unified tree failed: containment falls back to the process
+// group from then on, without another attempt per spawn.
+std::atomic<bool> g_unified_unusable{false};
+std::once_flag g_unified_swept, g_pids_swept;
+}  // namespace
+
+void prepare_cgroups() {
+  const auto& support = cgroup_support();
+  if (support.unified) std::call_once(g_unified_swept, [&] { sweep_stale(*support.unified); });
+}
+
 Result<std::unique_ptr<ExtensionCgroup>> ExtensionCgroup::create(const std::string& extension_id,
                                                                  std::optional<std::uint64_t> pids_max) {
-  const auto& support = cgroup_support();
+  CgroupSupport support = cgroup_support();
+  if (g_unified_unusable.load(std::memory_order_relaxed)) {
+    if (support.pids == support.unified) support.pids.reset();
+    support.unified.reset();
+  }
   if (pids_max && !support.pids) {
     return Error::extension("Extension '" + extension_id +
                             "' asks for a processes limit, but this host has no writable pids control group "
@@ -195,37 +230,45 @@ Result<std::unique_ptr<ExtensionCgroup>> ExtensionCgroup::create(const std::stri
   }
   if (!support.unified && !pids_max) return std::unique_ptr<ExtensionCgroup>();
 
-  static std::once_flag swept;
-  std::call_once(swept, [&] {
-    if (support.unified) sweep_stale(*support.unified);
-    if (support.pids && support.pids != support.unified) sweep_stale(*support.pids);
-  });
+  // Each tree is swept once, when this host first makes a group in it (or at prepare).
+  if (support.unified) std::call_once(g_unified_swept, [&] { sweep_stale(*support.unified); });
+  if (pids_max && support.pids && support.pids != support.unified) {
+    std::call_once(g_pids_swept, [&] { sweep_stale(*support.pids); });
+  }
 
+  retry_pending_removals();
   static std::atomic<std::uint64_t> sequence{0};
   const std::string name = std::string(k_prefix) + std::to_string(::getpid()) + "-" + std::to_string(++sequence) +
                            "-" + safe_name(extension_id);
   std::unique_ptr<ExtensionCgroup> group(new ExtensionCgroup());
-  auto make = [&](const fs::path& base) -> Result<fs::path> {
+  auto make = [&](const fs::path& base, bool joined_by_write) -> Result<fs::path> {
     const fs::path dir = base / name;
     if (::mkdir(dir.c_str(), 0755) != 0) {
       return Error::extension("Extension '" + extension_id + "': cannot make its control group " + dir.string() +
                               ": " + util::os_error_text(errno));
     }
     group->m_dirs.push_back(dir);
-    group->m_join_files.push_back((dir / "cgroup.procs").string());
+    if (joined_by_write) group->m_join_files.push_back((dir / "cgroup.procs").string());
     return dir;
   };
   if (support.unified) {
-    auto dir = make(*support.unified);
-    if (!dir) return std::move(dir).error();
-    group->m_unified_dir = *dir;
+    auto dir = make(*support.unified, false);
+    if (dir) {
+      group->m_unified_dir = *dir;
+    } else {
+      util::log().debug("{}; containment falls back to process groups", dir.error().message);
+      g_unified_unusable.store(true, std::memory_order_relaxed);
+      if (support.pids == support.unified) support.pids.reset();
+      if (pids_max && !support.pids) return std::move(dir).error();
+      if (!pids_max) return std::unique_ptr<ExtensionCgroup>();
+    }
   }
   if (pids_max) {
     fs::path dir;
     if (support.pids == support.unified) {
       dir = *group->m_unified_dir;
     } else {
-      auto made = make(*support.pids);
+      auto made = make(*support.pids, true);
       if (!made) return std::move(made).error();
       dir = *made;
     }
@@ -239,6 +282,7 @@ Result<std::unique_ptr<ExtensionCgroup>> ExtensionCgroup::create(const std::stri
 }
 
 ExtensionCgroup::~ExtensionCgroup() {
+  retry_pending_removals();
   kill_all();
   for (auto it = m_dirs.rbegin(); it != m_dirs.rend(); ++it) remove_group(*it);
 }

@@ -35,6 +35,9 @@ struct CgroupSupport {
   std::optional<std::filesystem::path> pids;     // writable group of the host with the pids controller
 };
 const CgroupSupport& cgroup_support();
+// Probes the trees and sweeps the unified one now, so that the host's first spawn does not
+// (Host does this when it starts).
+void prepare_cgroups();
 
 class ExtensionCgroup {
  public:
@@ -42,11 +45,15 @@ class ExtensionCgroup {
   // is asked. Error when `pids_max` is asked but no pids controller is writable.
   static Result<std::unique_ptr<ExtensionCgroup>> create(const std::string& extension_id,
                                                          std::optional<std::uint64_t> pids_max);
-  ~ExtensionCgroup();  // kills what is left, then removes the groups
+  ~ExtensionCgroup();  // kills what is left, then removes the groups (without waiting)
   ExtensionCgroup(const ExtensionCgroup&) = delete;
   ExtensionCgroup& operator=(const ExtensionCgroup&) = delete;
 
-  // The cgroup.procs files the child writes "0" to before exec, to join.
+  // The unified group's directory, to create the child in (clone3's CLONE_INTO_CGROUP), or
+  // to join through its cgroup.procs; none where the unified tree is not writable.
+  const std::optional<std::filesystem::path>& unified_dir() const { return m_unified_dir; }
+  // The cgroup.procs files of groups in other trees (the v1 pids group), which the child
+  // always joins by writing "0" before exec (a migration: an RCU grace period).
   const std::vector<std::string>& join_files() const { return m_join_files; }
   // SIGKILL to every process in the groups, now (idempotent).
   void kill_all();
@@ -54,8 +61,8 @@ class ExtensionCgroup {
   std::uint64_t forks_refused() const;
   bool has_pids_limit() const { return m_pids_dir.has_value(); }
 
-  // How long the destructor keeps trying to remove a group whose killed processes are
-  // still exiting, before leaving it for the next host's sweep.
+  // How many 1 ms attempts a host makes, as it exits, to remove groups whose killed
+  // processes were still exiting; what remains is swept by the next host.
   static constexpr int k_remove_attempts = 50;
 
  private:

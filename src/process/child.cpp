@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <fcntl.h>
 #include <cstring>
 #include <csignal>
 #include <sys/resource.h>
@@ -67,8 +68,17 @@ Result<std::shared_ptr<Child>> Child::spawn(const asio::any_io_executor& ex, con
   child->m_cgroup = std::move(cgroup).value();
   Confinement confinement;
   confinement.rlimits = rlimit_settings(spec.limits);
-  if (child->m_cgroup) confinement.join_files = child->m_cgroup->join_files();
+  int cgroup_fd = -1;
+  if (child->m_cgroup) {
+    confinement.join_files = child->m_cgroup->join_files();
+    if (const auto& dir = child->m_cgroup->unified_dir()) {
+      cgroup_fd = ::open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      confinement.cgroup_fd = cgroup_fd;
+      confinement.cgroup_procs_file = (*dir / "cgroup.procs").string();
+    }
+  }
   auto launched = launch(spec.extension_id, exe, spec.args, spec.cwd, spec.environment, confinement);
+  if (cgroup_fd >= 0) ::close(cgroup_fd);
   if (!launched) return std::move(launched).error();
   child->m_pid = launched->pid;
   child->m_stdin.assign(launched->stdin_fd);
