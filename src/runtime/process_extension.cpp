@@ -37,16 +37,27 @@ ProcessExtension::ProcessExtension(asio::any_io_executor ex, ProcessSpec spec, T
       m_policy(policy),
       m_inbox(std::make_shared<rpc::Inbox>(ex, m_spec.id)),
       m_call_lock(ex),
-      m_initialize_config(boost::json::object()) {
+      m_initialize_config(boost::json::object()),
+      m_timer_anchor(ex) {
   if (m_spec.environment.empty()) m_spec.environment = process::allowed_environment();
 }
 
-ProcessExtension::~ProcessExtension() = default;
+ProcessExtension::~ProcessExtension() { m_timer_anchor.cancel(); }
+
+void ProcessExtension::arm_timer_anchor(std::weak_ptr<ProcessExtension> weak) {
+  auto self = weak.lock();
+  if (!self || self->m_stopped) return;
+  self->m_timer_anchor.expires_after(k_timer_anchor_period);
+  self->m_timer_anchor.async_wait([weak](const boost::system::error_code& ec) {
+    if (!ec) arm_timer_anchor(weak);
+  });
+}
 
 asio::awaitable<Result<std::shared_ptr<ProcessExtension>>> ProcessExtension::spawn(asio::any_io_executor ex,
                                                                                     ProcessSpec spec, Timeouts timeouts,
                                                                                     RestartPolicy policy) {
   std::shared_ptr<ProcessExtension> ext(new ProcessExtension(ex, std::move(spec), timeouts, policy));
+  arm_timer_anchor(ext);
   auto state = ext->spawn_state();
   if (!state) co_return std::move(state).error();
   ext->m_state = std::move(state).value();

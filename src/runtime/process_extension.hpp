@@ -21,6 +21,7 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
 #include <filesystem>
@@ -200,6 +201,15 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   std::string m_last_stderr_tail;
   std::string m_last_exit;
   std::shared_ptr<process::Child> m_stopping;  // the child shutdown() is stopping, meanwhile
+  // Always armed, and earlier than any call's deadline: arming and cancelling a deadline
+  // then never makes it the earliest timer, which would reprogram the reactor's timerfd
+  // twice per call. It wakes the I/O thread once per period.
+  boost::asio::steady_timer m_timer_anchor;
+  static void arm_timer_anchor(std::weak_ptr<ProcessExtension> weak);
+
+ public:
+  // The anchor's period: below every call deadline except the quick and shutdown ones.
+  static constexpr std::chrono::seconds k_timer_anchor_period{25};
 };
 
 }  // namespace exthost::runtime
