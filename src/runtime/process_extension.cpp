@@ -293,7 +293,8 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
     co_return first;
   }
   if (m_stopped || ended_by_host(first_error)) co_return first;
-  if (m_spec.limits.any() && m_state) {
+  // An EOF is how a child that ended looks; a parse error leaves it running (no wait).
+  if (m_spec.limits.any() && m_state && first_error.rfind("transport closed: EOF", 0) == 0) {
     // Under limits, an ended child is reported rather than retried: the retry would meet
     // the same limit. The next call restarts it.
     auto child = m_state->child;

@@ -185,6 +185,20 @@ TEST_F(ResourceLimitsTest, ADaemonThatLeftTheSessionEndsWithItsExtension) {
   EXPECT_FALSE(alive(daemon)) << "daemon " << daemon << " outlived its extension";
 }
 
+TEST_F(ResourceLimitsTest, ATransportErrorFromALiveChildIsRetriedAsWithoutLimits) {
+  // A malformed frame is not the end of the child: under limits too, the host restarts it
+  // and retries the call once, as the reference does.
+  exthost::ResourceLimits limits;
+  limits.cpu_seconds = 30;
+  exthost::Host host(options(limits));
+  ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "garbler", {"hostile", "length-text"})));
+  auto r = host.call_tool("garbler", "attack", "{}");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("retry after restart failed"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().message.find("(limits:"), std::string::npos) << r.error().message;
+  host.shutdown_all();
+}
+
 TEST_F(ResourceLimitsTest, HostLimitsOutOfRangeAreRefused) {
   exthost::ResourceLimits limits;
   limits.open_files = 0;
