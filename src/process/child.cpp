@@ -44,8 +44,7 @@ Child::Child(const asio::any_io_executor& ex, std::string extension_id)
       }),
       m_exited_event(ex, asio::steady_timer::time_point::max()) {}
 
-Child::~Child() {
-  if (m_cgroup) m_cgroup->kill_all();
+Child::~Child() {  // m_cgroup's destructor then kills and removes the rest of the subtree
   if (m_pid > 0 && !m_status) {
     ::kill(-m_pid, SIGKILL);
     ::kill(m_pid, SIGKILL);

@@ -150,6 +150,8 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
 
   // How long a failed call waits for its exiting child's status, to report how it ended.
   static constexpr std::chrono::milliseconds k_exit_status_wait{1000};
+  // The timer anchor's period: below every call deadline except the quick and shutdown ones.
+  static constexpr std::chrono::seconds k_timer_anchor_period{25};
 
  private:
   // One running child: its process, connection and lifecycle record. Dropping it
@@ -206,10 +208,6 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   // twice per call. It wakes the I/O thread once per period.
   boost::asio::steady_timer m_timer_anchor;
   static void arm_timer_anchor(std::weak_ptr<ProcessExtension> weak);
-
- public:
-  // The anchor's period: below every call deadline except the quick and shutdown ones.
-  static constexpr std::chrono::seconds k_timer_anchor_period{25};
 };
 
 }  // namespace exthost::runtime

@@ -53,6 +53,13 @@ class ResourceLimitsTest : public ::testing::Test {
     for (const auto& part : parts) EXPECT_NE(r.error().message.find(part), std::string::npos) << "missing '" << part << "' in:\n" << r.error().message;
   }
 
+  // The number the fixture printed after `marker` ("open failed after 29 descriptors").
+  static int count_after(const std::string& text, const std::string& marker) {
+    const auto at = text.find(marker);
+    EXPECT_NE(at, std::string::npos) << "missing '" << marker << "' in:\n" << text;
+    return at == std::string::npos ? -1 : std::stoi(text.substr(at + marker.size()));
+  }
+
   static bool alive(pid_t pid) { return exthost::testing::alive(pid); }  // a zombie is not alive
 };
 
@@ -126,10 +133,7 @@ TEST_F(ResourceLimitsTest, CrossingTheOpenFilesLimitIsReportedWithTheStderrTail)
   expect_report(r, {"extension 'opener' exited with status 4", "(limits: open files 32)",
                     "hog-files: open failed after", "Too many open files"});
   // It opened fewer than 32 descriptors beyond the ones it had.
-  const auto& text = r.error().message;
-  const auto at = text.find("open failed after ");
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_LT(std::stoi(text.substr(at + 18)), 32) << text;
+  EXPECT_LT(count_after(r.error().message, "open failed after "), 32) << r.error().message;
   host.shutdown_all();
 }
 
@@ -142,10 +146,7 @@ TEST_F(ResourceLimitsTest, CrossingTheAddressSpaceLimitIsReportedWithTheStderrTa
   auto r = host.call_tool("hog", "hog-memory", "{}");
   expect_report(r, {"extension 'hog' exited with status 3", "(limits: address space 256 MiB)",
                     "hog-memory: allocation failed after"});
-  const auto& text = r.error().message;
-  const auto at = text.find("allocation failed after ");
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_LT(std::stoi(text.substr(at + 24)), 256) << text;
+  EXPECT_LT(count_after(r.error().message, "allocation failed after "), 256) << r.error().message;
   host.shutdown_all();
 }
 
@@ -161,10 +162,7 @@ TEST_F(ResourceLimitsTest, CrossingTheProcessesLimitIsReportedWithTheRefusedFork
   auto r = host.call_tool("forker", "hog-processes", "{}");
   expect_report(r, {"extension 'forker' exited with status 5", "refused at its processes limit of 8",
                     "(limits: processes 8)", "hog-processes: fork failed after", "Resource temporarily unavailable"});
-  const auto& text = r.error().message;
-  const auto at = text.find("fork failed after ");
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_LT(std::stoi(text.substr(at + 18)), 8) << text;
+  EXPECT_LT(count_after(r.error().message, "fork failed after "), 8) << r.error().message;
   host.shutdown_all();
 }
 
