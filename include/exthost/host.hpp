@@ -283,6 +283,11 @@ class Host {
 
   // Stops every extension in parallel, within one overall bound (then kills what is left).
   void shutdown_all();
+  // Ends every extension at once: SIGKILL to each child's group (or control group),
+  // including those still on a stop ladder of shutdown_all() or unload(). Calls in flight
+  // fail. Safe to call from any thread but the I/O thread, also while shutdown_all() runs
+  // (the CLI's second SIGINT).
+  void kill_all();
 
   // A conversation begins: on_session_start reaches its subscribers (after discovery, so
   // they exist); what they inject is kept as that session's injection and returned, for

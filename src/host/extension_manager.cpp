@@ -290,6 +290,8 @@ asio::awaitable<Result<void>> ExtensionManager::unload(std::string id) {
     m_loaded.erase(it);
   }
   forget(id);
+  std::erase_if(m_stopping, [](const auto& weak) { return weak.expired(); });
+  m_stopping.push_back(ext);
   co_await ext->shutdown();
   co_return Result<void>();
 }
@@ -314,8 +316,10 @@ asio::awaitable<void> ExtensionManager::shutdown_all() {
     all.swap(m_loaded);
   }
   std::vector<asio::awaitable<void>> stops;
+  std::erase_if(m_stopping, [](const auto& weak) { return weak.expired(); });
   for (auto& [id, loaded] : all) {
     forget(id);
+    m_stopping.push_back(loaded.ext);
     stops.push_back(stop(loaded.ext));
   }
   m_discovered.reset();
@@ -329,6 +333,21 @@ asio::awaitable<void> ExtensionManager::shutdown_all() {
         loaded.ext->force_shutdown();
       }
     }
+  }
+}
+
+void ExtensionManager::kill_all() {
+  std::vector<std::shared_ptr<runtime::ProcessExtension>> targets;
+  {
+    std::lock_guard lock(m_mutex);
+    for (auto& [id, loaded] : m_loaded) targets.push_back(loaded.ext);
+  }
+  for (auto& weak : m_stopping) {
+    if (auto ext = weak.lock()) targets.push_back(std::move(ext));
+  }
+  std::erase_if(m_stopping, [](const auto& weak) { return weak.expired(); });
+  for (auto& ext : targets) {
+    if (ext->has_live_child()) ext->force_shutdown();
   }
 }
 

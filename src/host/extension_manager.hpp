@@ -64,6 +64,8 @@ class ExtensionManager {
   // Unload, then load from the same directory; a failed load leaves it unloaded.
   boost::asio::awaitable<Result<ExtensionInfo>> reload(std::string id);
   boost::asio::awaitable<void> shutdown_all();
+  // SIGKILL to every extension now, loaded or still stopping (unload, shutdown_all).
+  void kill_all();
   boost::asio::awaitable<DiscoveryReport> discover(std::function<void(const DiscoveryEvent&)> progress);
 
   // A tool by runtime name ("plugin:tool") or API name, through before_tool_call and
@@ -117,6 +119,8 @@ class ExtensionManager {
 
   mutable std::mutex m_mutex;  // guards m_loaded (read from any thread)
   std::map<std::string, Loaded> m_loaded;
+  // Extensions on their way down (unload, shutdown_all), for kill_all(); I/O thread only.
+  std::vector<std::weak_ptr<runtime::ProcessExtension>> m_stopping;
 };
 
 }  // namespace exthost::host

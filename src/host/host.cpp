@@ -515,6 +515,10 @@ Result<void> Host::unload(const std::string& id) { return m_impl->run(m_impl->ma
 
 void Host::shutdown_all() { m_impl->run(m_impl->manager->shutdown_all()); }
 
+void Host::kill_all() {
+  m_impl->on_io([impl = m_impl.get()] { impl->manager->kill_all(); });
+}
+
 std::optional<Lifecycle> Host::lifecycle(const std::string& id) const {
   auto ext = m_impl->find(id);
   if (!ext) return std::nullopt;
