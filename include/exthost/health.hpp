@@ -17,6 +17,7 @@ enum class Health {
   running,            // healthy and serving
   restarting,         // a restart after a transport failure is under way
   degraded,           // serving, but it has been restarted at least once
+  unresponsive,       // calls that reached it went unanswered in a row; being restarted
   failed,             // stopped for good: restart budget spent, or the transport is gone
 };
 
@@ -29,6 +30,7 @@ constexpr std::string_view to_string(Health h) {
     case Health::running: return "running";
     case Health::restarting: return "restarting";
     case Health::degraded: return "degraded";
+    case Health::unresponsive: return "unresponsive";
     case Health::failed: return "failed";
   }
   return "failed";

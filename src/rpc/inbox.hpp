@@ -140,6 +140,12 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   // Invalidates the lifecycle, closes the inbox and fails every pending call with `reason`.
   void fail_all_pending(const std::string& reason);
   std::size_t pending_count() const { return m_pending.size(); }
+  // The ids of the calls waiting for an answer, in no particular order.
+  std::vector<std::uint64_t> pending_ids() const {
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, call] : m_pending) ids.push_back(id);
+    return ids;
+  }
 
   // --- notification subscribers -------------------------------------------------------
   Subscription subscribe();

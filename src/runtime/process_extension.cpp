@@ -1,13 +1,17 @@
 #include "runtime/process_extension.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json/object.hpp>
 
 #include "process/environment.hpp"
 #include "protocol/tool_call.hpp"
 #include "runtime/notification_forwarding.hpp"
+#include "util/exception_text.hpp"
 #include "util/log.hpp"
 #include "wire/message.hpp"
 
@@ -24,7 +28,9 @@ bool ended_by_host(const std::string& message) {
 
 }  // namespace
 
-ProcessExtension::State::~State() {
+ProcessExtension::Instance::~Instance() { tear_down(); }
+
+void ProcessExtension::Instance::tear_down() {
   if (connection) connection->stop();
   if (lifecycle) lifecycle->invalidate();
   if (child) child->kill_group();
@@ -35,8 +41,11 @@ ProcessExtension::ProcessExtension(asio::any_io_executor ex, ProcessSpec spec, T
       m_spec(std::move(spec)),
       m_timeouts(timeouts),
       m_policy(policy),
+      m_machine(policy, m_spec.id),
       m_inbox(std::make_shared<rpc::Inbox>(ex, m_spec.id)),
       m_call_lock(ex),
+      m_changed(ex),
+      m_backoff(ex),
       m_initialize_config(boost::json::object()),
       m_timer_anchor(ex) {
   if (m_spec.environment.empty()) m_spec.environment = process::allowed_environment();
@@ -46,7 +55,7 @@ ProcessExtension::~ProcessExtension() { m_timer_anchor.cancel(); }
 
 void ProcessExtension::arm_timer_anchor(std::weak_ptr<ProcessExtension> weak) {
   auto self = weak.lock();
-  if (!self || self->m_stopped) return;
+  if (!self) return;
   self->m_timer_anchor.expires_after(k_timer_anchor_period);
   self->m_timer_anchor.async_wait([weak](const boost::system::error_code& ec) {
     if (!ec) arm_timer_anchor(weak);
@@ -58,14 +67,18 @@ asio::awaitable<Result<std::shared_ptr<ProcessExtension>>> ProcessExtension::spa
                                                                                     RestartPolicy policy) {
   std::shared_ptr<ProcessExtension> ext(new ProcessExtension(ex, std::move(spec), timeouts, policy));
   arm_timer_anchor(ext);
-  auto state = ext->spawn_state();
-  if (!state) co_return std::move(state).error();
-  ext->m_state = std::move(state).value();
+  auto instance = ext->spawn_instance(ext->m_machine.epoch());
+  if (!instance) {
+    ext->perform(ext->m_machine.handle({LifeInput::Kind::spawn_failed, ext->m_machine.epoch()}));
+    co_return std::move(instance).error();
+  }
+  ext->m_current = std::move(instance).value();
   ext->m_has_state = true;
+  ext->perform(ext->m_machine.handle({LifeInput::Kind::spawned, ext->m_machine.epoch()}));
   co_return ext;
 }
 
-Result<std::unique_ptr<ProcessExtension::State>> ProcessExtension::spawn_state() {
+Result<std::shared_ptr<ProcessExtension::Instance>> ProcessExtension::spawn_instance(std::uint64_t epoch) {
   process::SpawnSpec spawn;
   spawn.extension_id = m_spec.id;
   spawn.program = m_spec.command;
@@ -76,37 +89,141 @@ Result<std::unique_ptr<ProcessExtension::State>> ProcessExtension::spawn_state()
   auto child = process::Child::spawn(m_executor, spawn);
   if (!child) return std::move(child).error();
   ++m_spawns;
-  auto state = std::make_unique<State>();
-  state->child = std::move(child).value();
-  auto lifecycle = m_inbox->install_lifecycle(state->child->exit_probe());
-  if (!lifecycle) return std::move(lifecycle).error();  // State's destructor kills the child
-  state->lifecycle = std::move(lifecycle).value();
-  state->connection = rpc::Connection::start(m_inbox, state->child, state->lifecycle);
+  auto instance = std::make_shared<Instance>();
+  instance->epoch = epoch;
+  instance->child = std::move(child).value();
+  auto lifecycle = m_inbox->install_lifecycle(instance->child->exit_probe());
+  if (!lifecycle) return std::move(lifecycle).error();  // the Instance's destructor kills the child
+  instance->lifecycle = std::move(lifecycle).value();
+  instance->connection = rpc::Connection::start(m_inbox, instance->child, instance->lifecycle);
   // A child's exit is seen without an RPC: its own generation is invalidated at once, and
   // its connection ends even if descendants still hold its stdout.
-  std::weak_ptr<rpc::Lifecycle> weak = state->lifecycle;
-  std::weak_ptr<rpc::Connection> weak_connection = state->connection;
-  state->child->on_exit([weak, weak_connection] {
+  std::weak_ptr<rpc::Lifecycle> weak = instance->lifecycle;
+  std::weak_ptr<rpc::Connection> weak_connection = instance->connection;
+  instance->child->on_exit([weak, weak_connection] {
     if (auto l = weak.lock()) l->invalidate();
     if (auto c = weak_connection.lock()) c->child_exited();
   });
-  return state;
+  return instance;
 }
 
-void ProcessExtension::remember_stderr() {
-  if (m_state && m_state->child) {
-    m_last_stderr_tail = m_state->child->stderr_snapshot().tail;
-    if (m_state->child->reaped()) m_last_exit = m_state->child->exit_description();
+void ProcessExtension::perform(std::vector<LifeAction> actions) {
+  using A = LifeAction::Kind;
+  for (auto& action : actions) {
+    switch (action.kind) {
+      case A::spawn: {
+        auto instance = spawn_instance(action.epoch);
+        if (!instance) {
+          m_last_restart_error = std::move(instance).error();
+          perform(m_machine.handle({LifeInput::Kind::spawn_failed, action.epoch}));
+          break;
+        }
+        m_current = std::move(instance).value();
+        m_has_state = true;
+        perform(m_machine.handle({LifeInput::Kind::spawned, action.epoch}));
+        break;
+      }
+      case A::send_initialize:
+        asio::co_spawn(m_executor, initialize_restarted(shared_from_this(), action.epoch),
+                       report_failure("restart initialize"));
+        break;
+      case A::tear_down:
+        if (m_current && m_current->epoch == action.epoch) {
+          remember_stderr(*m_current->child);
+          m_last_child = m_current->child;
+          auto instance = std::move(m_current);
+          m_has_state = false;
+          instance->tear_down();
+        }
+        m_inbox->invalidate_lifecycle();
+        break;
+      case A::fail_pending:
+        m_inbox->fail_all_pending(action.reason);
+        break;
+      case A::start_backoff:
+        asio::co_spawn(m_executor, run_restart(shared_from_this(), action.delay, action.epoch),
+                       report_failure("restart"));
+        break;
+      case A::cancel_backoff:
+        m_backoff.cancel();
+        break;
+      case A::invalidate:
+        m_inbox->invalidate_lifecycle();
+        break;
+      case A::wake:
+        m_changed.notify();
+        break;
+    }
   }
+  publish_health();
+}
+
+std::function<void(std::exception_ptr)> ProcessExtension::report_failure(const char* what) {
+  std::weak_ptr<ProcessExtension> weak = weak_from_this();
+  return [weak, what](std::exception_ptr e) {
+    if (!e) return;
+    auto self = weak.lock();
+    const std::string id = self ? self->m_spec.id : std::string("?");
+    util::log().error("extension '{}': {} failed inside the host: {}", id, what, util::exception_text(e));
+    if (self) self->force_shutdown();
+  };
+}
+
+asio::awaitable<void> ProcessExtension::run_restart(std::shared_ptr<ProcessExtension> self,
+                                                    std::chrono::milliseconds delay, std::uint64_t epoch) {
+  // The old child is reaped before a new one starts, so two never overlap.
+  if (auto old = self->m_last_child) co_await old->wait_reaped(process::Child::k_reap_after_kill_bound);
+  if (self->m_machine.state() != LifeState::restarting) co_return;  // stopped meanwhile
+  util::log().warn(
+      "extension '{}': Restarting extension process after transport failure (attempt={}, max_attempts={}, "
+      "delay_ms={}){}",
+      self->m_spec.id, self->m_machine.consecutive_restarts(), self->m_policy.max_attempts, delay.count(),
+      self->m_last_stderr_tail.empty() ? std::string() : "; stderr tail: " + self->m_last_stderr_tail);
+  if (delay.count() > 0) {
+    self->m_backoff.expires_after(delay);
+    co_await self->m_backoff.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+  // Re-asked after the wait: a stop that came meanwhile makes this spawn nothing.
+  self->perform(self->m_machine.handle({LifeInput::Kind::backoff_elapsed, epoch}));
+}
+
+asio::awaitable<void> ProcessExtension::initialize_restarted(std::shared_ptr<ProcessExtension> self,
+                                                             std::uint64_t epoch) {
+  auto instance = self->m_current;
+  if (!instance || instance->epoch != epoch) co_return;
+  auto result = co_await self->initialize_on(instance);
+  // Only this child's own record is touched; the machine ignores an answer that came too late.
+  if (!result) {
+    if (self->m_machine.is_current(epoch)) self->m_last_restart_error = result.error();
+    self->perform(self->m_machine.handle({LifeInput::Kind::initialize_failed, epoch}));
+    co_return;
+  }
+  self->finish_initialize(*instance, *result);
+}
+
+void ProcessExtension::finish_initialize(Instance& instance, const protocol::InitializeResult& result) {
+  if (m_machine.state() != LifeState::initializing || m_machine.epoch() != instance.epoch) return;
+  // Published before anyone waiting for the child can use it (SPEC §6.1).
+  instance.lifecycle->mark_initialized();
+  m_inbox->set_cancellation(result.cancellation);
+  m_last_initialize = result;
+  perform(m_machine.handle({LifeInput::Kind::initialized, instance.epoch}));
+}
+
+void ProcessExtension::remember_stderr(const process::Child& child) {
+  m_last_stderr_tail = child.stderr_snapshot().tail;
+  if (child.reaped()) m_last_exit = child.exit_description();
 }
 
 std::string ProcessExtension::exit_description() const {
-  if (m_state && m_state->child && m_state->child->reaped()) return m_state->child->exit_description();
+  if (m_current && m_current->child && m_current->child->reaped()) return m_current->child->exit_description();
+  if (m_last_child && m_last_child->reaped()) return m_last_child->exit_description();
   return m_last_exit;
 }
 
 std::string ProcessExtension::stderr_tail() const {
-  if (m_state && m_state->child) return m_state->child->stderr_snapshot().tail;
+  if (m_current && m_current->child) return m_current->child->stderr_snapshot().tail;
+  if (m_last_child) return m_last_child->stderr_snapshot().tail;
   return m_last_stderr_tail;
 }
 
@@ -114,12 +231,28 @@ void ProcessExtension::set_inbound_handler(std::shared_ptr<rpc::InboundHandler> 
   m_inbox->set_inbound_handler(std::move(handler));
 }
 
-asio::awaitable<Result<boost::json::value>> ProcessExtension::call_once_locked(State& state, std::string_view method,
-                                                                               const boost::json::value& params,
-                                                                               std::uint64_t id) {
-  // Copied before the first suspension: shutdown may tear `state` down while we wait.
-  std::shared_ptr<rpc::Connection> connection = state.connection;
-  co_return co_await connection->call(method, params, id);
+asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize_on(std::shared_ptr<Instance> instance) {
+  std::optional<std::string> root;
+  if (m_plugin_root) root = m_plugin_root->string();
+  auto params = protocol::initialize_params(m_spec.id, root, m_initialize_config);
+  const std::uint64_t id = next_id();
+  auto connection = instance->connection;
+  asio::steady_timer deadline(m_executor, m_timeouts.initialize);
+  auto raced = co_await (connection->call("initialize", params, id) ||
+                         deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 1) {
+    instance->lifecycle->invalidate();
+    co_return Error::timeout("Extension '" + m_spec.id + "' initialize timed out after " +
+                             duration_text(m_timeouts.initialize));
+  }
+  auto reply = std::get<0>(std::move(raced));
+  if (!reply) {
+    instance->lifecycle->invalidate();
+    co_return std::move(reply).error();
+  }
+  auto parsed = protocol::parse_initialize_result(m_spec.id, reply.value());
+  if (!parsed) instance->lifecycle->invalidate();
+  co_return parsed;
 }
 
 asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize(
@@ -128,117 +261,82 @@ asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize
   m_initialize_config = std::move(config);
   m_plugin_root = plugin_root ? plugin_root : m_spec.cwd;
   auto guard = co_await m_call_lock.lock();
-  if (!m_state) {
-    auto state = spawn_state();
-    if (!state) co_return std::move(state).error();
-    m_state = std::move(state).value();
-    m_has_state = true;
+  if (m_machine.stop_requested()) co_return stopped_error();
+  if (m_machine.state() != LifeState::initializing || !m_current) {
+    // No child waiting for its handshake (it was killed): start one the restart way.
+    auto ready = co_await ensure_running();
+    if (!ready) co_return std::move(ready).error();
+    if (!m_last_initialize) co_return Error::internal("Extension '" + m_spec.id + "' initialized without an answer");
+    co_return *m_last_initialize;
   }
-  State& state = *m_state;
-  std::optional<std::string> root;
-  if (m_plugin_root) root = m_plugin_root->string();
-  auto params = protocol::initialize_params(m_spec.id, root, m_initialize_config);
-  const std::uint64_t id = next_id();
-  asio::steady_timer deadline(m_executor, m_timeouts.initialize);
-  auto raced = co_await (call_once_locked(state, "initialize", params, id) ||
-                         deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (raced.index() == 1) {
-    state.lifecycle->invalidate();
-    co_return Error::timeout("Extension '" + m_spec.id + "' initialize timed out after " +
-                             duration_text(m_timeouts.initialize));
+  auto instance = m_current;
+  const std::uint64_t epoch = instance->epoch;
+  auto result = co_await initialize_on(instance);
+  if (!result) {
+    perform(m_machine.handle({LifeInput::Kind::initialize_failed, epoch}));
+    co_return result;
   }
-  auto reply = std::get<0>(std::move(raced));
-  if (!reply) {
-    state.lifecycle->invalidate();
-    co_return std::move(reply).error();
+  finish_initialize(*instance, *result);
+  if (!m_machine.is_current(epoch) || m_machine.state() != LifeState::running) {
+    co_return Error::extension("Extension '" + m_spec.id + "' was stopped while it initialized");
   }
-  auto parsed = protocol::parse_initialize_result(m_spec.id, reply.value());
-  if (!parsed) {
-    state.lifecycle->invalidate();
-    co_return std::move(parsed).error();
-  }
-  // Published while still holding the call lock on this same child (SPEC §6.1).
-  state.lifecycle->mark_initialized();
-  m_inbox->set_cancellation(parsed->cancellation);
-  co_return parsed;
+  co_return result;
 }
 
-asio::awaitable<Result<void>> ProcessExtension::initialize_locked() {
-  State& state = *m_state;
-  std::optional<std::string> root;
-  if (m_plugin_root) root = m_plugin_root->string();
-  auto params = protocol::initialize_params(m_spec.id, root, m_initialize_config);
-  const std::uint64_t id = next_id();
-  asio::steady_timer deadline(m_executor, m_timeouts.initialize);
-  auto raced = co_await (call_once_locked(state, "initialize", params, id) ||
-                         deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (raced.index() == 1) {
-    state.lifecycle->invalidate();
-    co_return Error::timeout("Extension '" + m_spec.id + "' initialize timed out after " +
-                             duration_text(m_timeouts.initialize));
-  }
-  auto reply = std::get<0>(std::move(raced));
-  if (!reply) {
-    state.lifecycle->invalidate();
-    co_return std::move(reply).error();
-  }
-  auto parsed = protocol::parse_initialize_result(m_spec.id, reply.value());
-  if (!parsed) {
-    state.lifecycle->invalidate();
-    co_return std::move(parsed).error();
-  }
-  state.lifecycle->mark_initialized();
-  m_inbox->set_cancellation(parsed->cancellation);
-  co_return Result<void>();
+Error ProcessExtension::stopped_error() const {
+  return Error::extension("Extension '" + m_spec.id + "' was stopped (unloaded or reloaded); not respawning it");
 }
 
-asio::awaitable<Result<void>> ProcessExtension::restart_locked() {
-  if (m_stopped) {
-    co_return Error::extension("Extension '" + m_spec.id + "' was stopped (unloaded or reloaded); not respawning it");
+asio::awaitable<Result<void>> ProcessExtension::ensure_running() {
+  bool asked = false;
+  for (;;) {
+    switch (m_machine.state()) {
+      case LifeState::running:
+        co_return Result<void>();
+      case LifeState::stopping:
+      case LifeState::stopped:
+        co_return stopped_error();
+      case LifeState::failed:
+        co_return Error::extension("Extension '" + m_spec.id + "' exceeded restart limit (" +
+                                   std::to_string(m_policy.max_attempts) + ")");
+      case LifeState::down:
+        if (asked) {
+          if (m_last_restart_error) co_return *m_last_restart_error;
+          co_return Error::extension("Extension '" + m_spec.id + "' process is not running");
+        }
+        asked = true;
+        m_last_restart_error.reset();
+        perform(m_machine.handle({LifeInput::Kind::restart_wanted}));
+        break;
+      case LifeState::spawning:
+      case LifeState::initializing:
+      case LifeState::restarting:
+        co_await m_changed.wait();
+        break;
+    }
   }
-  m_inbox->invalidate_lifecycle();
-  const std::size_t attempted = ++m_restart_count;
-  ++m_total_restarts;
-  if (attempted > m_policy.max_attempts) {
-    remember_stderr();
-    m_state.reset();
-    m_has_state = false;
-    co_return Error::extension("Extension '" + m_spec.id + "' exceeded restart limit (" +
-                               std::to_string(m_policy.max_attempts) + ")");
+}
+
+asio::awaitable<Result<void>> ProcessExtension::restart_for_test() {
+  auto self = shared_from_this();
+  if (m_machine.state() == LifeState::running) {
+    perform(m_machine.handle({LifeInput::Kind::transport_ended, m_machine.epoch()}));
+    m_inbox->fail_all_pending("transport closed: process restarting");
   }
-  if (m_state) {
-    remember_stderr();
-    auto old = std::move(m_state);
-    m_has_state = false;
-    old->connection->stop();
-    old->lifecycle->invalidate();
-    auto child = old->child;
-    old.reset();  // kills the group
-    co_await child->wait_reaped(process::Child::k_reap_after_kill_bound);
-  }
-  m_inbox->fail_all_pending("transport closed: process restarting");
-  const auto delay = m_policy.delay_for_attempt(static_cast<std::uint32_t>(attempted)).value_or(std::chrono::milliseconds(0));
-  util::log().warn("extension '{}': Restarting extension process after transport failure (attempt={}, max_attempts={}, delay_ms={}){}",
-                   m_spec.id, attempted, m_policy.max_attempts, delay.count(),
-                   m_last_stderr_tail.empty() ? std::string() : "; stderr tail: " + m_last_stderr_tail);
-  if (delay.count() > 0) {
-    asio::steady_timer sleep(m_executor, delay);
-    co_await sleep.async_wait(asio::use_awaitable);
-  }
-  auto state = spawn_state();
-  if (!state) co_return std::move(state).error();
-  m_state = std::move(state).value();
-  m_has_state = true;
-  co_return co_await initialize_locked();
+  co_return co_await ensure_running();
 }
 
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call(std::string method, boost::json::value params) {
   auto self = shared_from_this();
   const auto limit = m_timeouts.for_method(method);
+  auto sent = std::make_shared<std::uint64_t>(0);  // the epoch the request was written to
   asio::steady_timer deadline(m_executor, limit);
-  auto raced = co_await (call_inner(method, std::move(params)) || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  auto raced = co_await (call_inner(method, std::move(params), sent) ||
+                         deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
+    // Only a request the child received and left unanswered says anything about the child.
+    if (*sent != 0) perform(m_machine.handle({LifeInput::Kind::call_timed_out, *sent}));
     co_return Error::timeout("Extension '" + m_spec.id + "' method '" + method + "' timed out after " +
                              duration_text(limit));
   }
@@ -267,54 +365,70 @@ struct OutcomeGuard {
 };
 }  // namespace
 
-asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner(std::string method, boost::json::value params) {
+asio::awaitable<bool> ProcessExtension::cancelled() {
+  auto state = co_await asio::this_coro::cancellation_state;
+  co_return state.cancelled() != asio::cancellation_type::none;
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner(std::string method, boost::json::value params,
+                                                                         std::shared_ptr<std::uint64_t> sent) {
   OutcomeGuard outcome{m_outcomes};
-  auto result = co_await call_inner_unobserved(std::move(method), std::move(params));
+  auto result = co_await call_inner_unobserved(std::move(method), std::move(params), std::move(sent));
   outcome.record(result);
   co_return result;
 }
 
-asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobserved(std::string method,
-                                                                                    boost::json::value params) {
+asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobserved(
+    std::string method, boost::json::value params, std::shared_ptr<std::uint64_t> sent) {
   auto guard = co_await m_call_lock.lock();
-  const std::uint64_t id = next_id();
-  if (!m_state) {
-    auto restarted = co_await restart_locked();
-    if (!restarted) co_return std::move(restarted).error();
-  }
-  auto first = co_await call_once_locked(*m_state, method, params, id);
-  if (first) {
-    m_restart_count = 0;  // the process served a real call: it has recovered
+  auto ready = co_await ensure_running();
+  if (!ready) co_return std::move(ready).error();
+  // A copy: the instance stays valid for this exchange whatever happens meanwhile.
+  auto instance = m_current;
+  const std::uint64_t epoch = instance->epoch;
+  *sent = epoch;
+  auto first = co_await instance->connection->call(method, params, next_id());
+  // Abandoned (its deadline, or the caller's cancellation): the failure says nothing about
+  // the child, and this coroutine must not act on it.
+  if (co_await cancelled()) co_return first;
+  if (first || wire::is_application_error(first.error().message)) {
+    // It answered: a live transport, and the restart budget is whole again.
+    perform(m_machine.handle({LifeInput::Kind::call_answered, epoch}));
     co_return first;
   }
+  *sent = 0;
   const std::string first_error = first.error().message;
-  if (wire::is_application_error(first_error)) {
-    m_restart_count = 0;  // it answered: a live transport, nothing to restart
-    co_return first;
-  }
-  if (m_stopped || ended_by_host(first_error)) co_return first;
+  if (m_machine.stop_requested() || ended_by_host(first_error)) co_return first;
   // An EOF is how a child that ended looks; a parse error leaves it running (no wait).
-  if (m_spec.limits.any() && m_state && first_error.rfind("transport closed: EOF", 0) == 0) {
+  if (m_spec.limits.any() && first_error.rfind("transport closed: EOF", 0) == 0) {
     // Under limits, an ended child is reported rather than retried: the retry would meet
     // the same limit. The next call restarts it.
-    auto child = m_state->child;
-    if (co_await child->wait_reaped(k_exit_status_wait)) {
-      remember_stderr();
-      m_inbox->invalidate_lifecycle();
-      m_state.reset();
-      m_has_state = false;
+    auto child = instance->child;
+    const bool reaped = co_await child->wait_reaped(k_exit_status_wait);
+    if (co_await cancelled()) co_return first;
+    if (reaped) {
+      remember_stderr(*child);
+      perform(m_machine.handle({LifeInput::Kind::transport_ended, epoch}));
       std::string report = first_error + "; extension '" + m_spec.id + "' " + m_last_exit;
       if (!m_last_stderr_tail.empty()) report += "\nstderr tail of extension '" + m_spec.id + "':\n" + m_last_stderr_tail;
       co_return Error{first.error().kind, std::move(report)};
     }
   }
-  auto restarted = co_await restart_locked();
+  perform(m_machine.handle({LifeInput::Kind::transport_ended, epoch}));
+  auto restarted = co_await ensure_running();
   if (!restarted) co_return std::move(restarted).error();
-  const std::uint64_t retry_id = next_id();
-  auto retry = co_await call_once_locked(*m_state, method, params, retry_id);
+  auto retry_instance = m_current;
+  const std::uint64_t retry_epoch = retry_instance->epoch;
+  *sent = retry_epoch;
+  auto retry = co_await retry_instance->connection->call(method, params, next_id());
+  if (co_await cancelled()) co_return retry;
   if (retry) {
-    m_restart_count = 0;
+    perform(m_machine.handle({LifeInput::Kind::call_answered, retry_epoch}));
     co_return retry;
+  }
+  *sent = 0;
+  if (!wire::is_application_error(retry.error().message)) {
+    perform(m_machine.handle({LifeInput::Kind::transport_ended, retry_epoch}));
   }
   co_return Error{retry.error().kind, first_error + "; retry after restart failed: " + retry.error().message};
 }
@@ -323,29 +437,32 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_no_spawn(std:
                                                                             boost::json::value params) {
   auto guard = co_await m_call_lock.lock();
   const std::uint64_t id = next_id();
-  if (!m_state) {
+  auto instance = m_current;
+  if (!instance || m_machine.state() != LifeState::running) {
     co_return Error::extension("Extension '" + m_spec.id + "' process is not running; '" + method +
                                "' refused (no respawn)");
   }
-  co_return co_await call_once_locked(*m_state, method, params, id);
+  co_return co_await instance->connection->call(method, params, id);
 }
 
 asio::awaitable<Result<boost::json::value>> ProcessExtension::leased_call(boost::json::value params) {
   auto guard = co_await m_call_lock.lock();
   const std::uint64_t id = next_id();
-  if (!m_state) {
+  if (!m_current || m_machine.state() != LifeState::running) {
     co_return Error::extension("Extension '" + m_spec.id + "' process is not running; leased call refused (no respawn)");
   }
   // Out of the slot while waiting: a concurrent force_shutdown() sees no child to keep.
-  std::unique_ptr<State> state = std::move(m_state);
+  std::shared_ptr<Instance> instance = std::move(m_current);
   m_has_state = false;
-  auto result = co_await call_once_locked(*state, "tool.call", params, id);
-  if (!m_inbox->closed() && !m_state) {
-    m_state = std::move(state);
+  auto result = co_await instance->connection->call("tool.call", params, id);
+  // Put back only if nothing ended it meanwhile and nothing took its place.
+  if (!m_inbox->closed() && !m_current && m_machine.is_current(instance->epoch) &&
+      m_machine.state() == LifeState::running) {
+    m_current = std::move(instance);
     m_has_state = true;
   } else {
-    m_last_stderr_tail = state->child->stderr_snapshot().tail;
-    state.reset();  // the transport ended meanwhile: stop the reader, kill the group
+    remember_stderr(*instance->child);
+    instance->tear_down();  // the transport ended meanwhile: stop the reader, kill the group
   }
   co_return result;
 }
@@ -561,43 +678,61 @@ asio::awaitable<Result<protocol::SidecarSpawnArgs>> ProcessExtension::sidecar_sp
 
 asio::awaitable<void> ProcessExtension::shutdown() {
   auto self = shared_from_this();
-  m_stopped = true;
-  m_inbox->invalidate_lifecycle();  // before waiting for the call lock (SPEC §6.9)
+  // From here on the machine spawns nothing, whatever is suspended anywhere (SPEC §6.9:
+  // the generation is invalidated before waiting for the call lock).
+  perform(m_machine.handle({LifeInput::Kind::stop_requested}));
+  // Calls in flight are cancelled, not awaited: an extension that declared cancellation
+  // hears of each, so it can stop its work before the shutdown request.
+  if (auto instance = m_current; instance && m_inbox->cancellation()) {
+    for (const std::uint64_t id : m_inbox->pending_ids()) {
+      boost::json::object params;
+      params["id"] = id;
+      const boost::json::value cancel(std::move(params));
+      const std::string method = "$/cancelRequest";
+      auto sent = co_await instance->connection->notify(method, cancel);
+      if (!sent) break;
+      m_inbox->counters().cancel_notifications.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   // The polite rung: a shutdown request, if the call lock frees up within its deadline.
   asio::steady_timer deadline(m_executor, m_timeouts.shutdown_request);
   auto locked = co_await (m_call_lock.lock() || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (locked.index() == 0 && m_state) {
+  if (auto instance = m_current; locked.index() == 0 && instance) {
     auto guard = std::get<0>(std::move(locked));
     deadline.expires_after(m_timeouts.shutdown_request);
-    const std::uint64_t id = next_id();
     boost::json::value null_params;
-    co_await (call_once_locked(*m_state, "shutdown", null_params, id) ||
+    co_await (instance->connection->call("shutdown", null_params, next_id()) ||
               deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   }
-  if (m_state) {
-    remember_stderr();
-    auto state = std::move(m_state);
+  // Re-read after every wait: whatever child is current now is the one to stop.
+  if (auto instance = std::move(m_current)) {
     m_has_state = false;
-    state->connection->stop();  // closes stdin: a well-behaved child exits now
-    state->lifecycle->invalidate();
-    auto child = state->child;
+    remember_stderr(*instance->child);
+    instance->connection->stop();  // closes stdin: a well-behaved child exits now
+    instance->lifecycle->invalidate();
+    auto child = instance->child;
+    m_last_child = child;
     m_stopping = child;  // force_shutdown() may cut the ladder short
     co_await child->wait_reaped(m_timeouts.shutdown_grace);
     co_await child->stop(m_timeouts.shutdown_grace);  // SIGTERM, grace, SIGKILL: to the group
     m_stopping.reset();
-    remember_stderr();
+    remember_stderr(*child);
+    instance->tear_down();
   }
   m_inbox->drop_subscribers();
   m_inbox->fail_all_pending("transport closed: extension shutdown");
+  perform(m_machine.handle({LifeInput::Kind::stop_finished}));
 }
 
 void ProcessExtension::force_shutdown() {
   m_inbox->invalidate_lifecycle();
   if (m_stopping) m_stopping->kill_group();  // a stop ladder still waiting: end it now
-  if (m_state) {
-    remember_stderr();
-    m_state.reset();  // stops the reader, kills the group; the reaper collects the child
+  perform(m_machine.handle({LifeInput::Kind::killed}));
+  if (auto instance = std::move(m_current)) {  // during a stop, or a lease: end it too
     m_has_state = false;
+    remember_stderr(*instance->child);
+    m_last_child = instance->child;
+    instance->tear_down();  // stops the reader, kills the group; the reaper collects the child
   }
   m_inbox->drop_subscribers();
   m_inbox->fail_all_pending("transport closed: extension cancelled");
@@ -609,8 +744,16 @@ std::optional<Lifecycle> ProcessExtension::lifecycle_snapshot() const {
 
 Health ProcessExtension::health() const {
   if (m_restart_count.load() >= m_policy.max_attempts) return Health::failed;
+  if (m_unresponsive.load()) return Health::unresponsive;
   if (m_total_restarts.load() > 0) return m_has_state.load() ? Health::degraded : Health::restarting;
   return Health::running;
+}
+
+void ProcessExtension::publish_health() {
+  m_total_restarts = m_machine.total_restarts();
+  m_restart_count = m_machine.consecutive_restarts();
+  m_unresponsive = m_machine.unresponsive() && m_machine.state() != LifeState::running;
+  m_stopped = m_machine.stop_requested();
 }
 
 }  // namespace exthost::runtime

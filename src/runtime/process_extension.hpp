@@ -1,5 +1,11 @@
 // runtime/process_extension.hpp — an extension run as a child process (seed 003).
 //
+// Every decision about its children (spawn, initialize, restart, stop) is taken by a
+// LifecycleMachine (runtime/lifecycle_machine.hpp); the coroutines here feed it what
+// happened and perform what it answers, and ask it again after every suspension. A
+// coroutine holds the child it works on by shared pointer (an Instance), never by
+// reference into this object, so a stop or restart meanwhile cannot free it under them.
+//
 // Promises:
 // - At most one host→extension request is in flight per extension: the call lock
 //   serializes whole exchanges and restarts; notifications and inbound requests flow
@@ -7,7 +13,8 @@
 // - Every deadline is the method's real one (SPEC A2): a timed-out call is abandoned (its
 //   late reply dropped and counted); the child is neither killed nor restarted for it.
 // - A transport failure restarts the child within the RestartPolicy budget and retries
-//   once with a fresh id; an application error ("Extension error: …") is returned verbatim
+//   once with a fresh id; k_unresponsive_after_timeouts calls in a row that reach the
+//   child and time out restart it too (health `unresponsive` meanwhile); an application error ("Extension error: …") is returned verbatim
 //   and never restarts anything. A stopped extension never respawns.
 // - The resolved initialize config lives only in memory and is re-sent on every restart.
 // - A child under resource limits that ends during a call is not restarted for a retry (the
@@ -25,6 +32,7 @@
 #include <boost/json/value.hpp>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,8 +42,10 @@
 #include "protocol/initialize.hpp"
 #include "rpc/async_mutex.hpp"
 #include "rpc/connection.hpp"
+#include "rpc/event.hpp"
 #include "rpc/inbox.hpp"
 #include "runtime/extension_handler.hpp"
+#include "runtime/lifecycle_machine.hpp"
 #include "runtime/restart_policy.hpp"
 #include "runtime/timeouts.hpp"
 
@@ -90,7 +100,7 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   // the child (unless shutdown() ran).
   void force_shutdown();
   // A child is running, or still on its way down through shutdown()'s ladder.
-  bool has_live_child() const { return m_state != nullptr || (m_stopping && !m_stopping->reaped()); }
+  bool has_live_child() const { return m_current != nullptr || (m_stopping && !m_stopping->reaped()); }
 
   // Inbound requests from the extension are served by `handler` (memory.*, config.*).
   void set_inbound_handler(std::shared_ptr<rpc::InboundHandler> handler);
@@ -129,18 +139,23 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   // Inspection, for the host and for tests.
   const CallOutcomes& outcomes() const { return m_outcomes; }
   rpc::Inbox& inbox() { return *m_inbox; }
-  std::shared_ptr<process::Child> child() const { return m_state ? m_state->child : nullptr; }
+  std::shared_ptr<process::Child> child() const { return m_current ? m_current->child : nullptr; }
   // The current child's connection (null when none): for pipelined traffic that bypasses
   // the call lock, such as the benchmark's.
-  std::shared_ptr<rpc::Connection> connection() const { return m_state ? m_state->connection : nullptr; }
+  std::shared_ptr<rpc::Connection> connection() const { return m_current ? m_current->connection : nullptr; }
+  // unload, reload or shutdown began: nothing will be spawned again.
+  // Any thread.
   bool stopped() const { return m_stopped.load(); }
+  // I/O thread only.
+  LifeState life_state() const { return m_machine.state(); }
   std::size_t consecutive_restarts() const { return m_restart_count.load(); }
   const RestartPolicy& restart_policy() const { return m_policy; }
   // Children spawned over this extension's life (the first one included).
   std::size_t spawn_count() const { return m_spawns.load(); }
   // Tests hold the call lock and drive a restart directly, as the reference's tests do.
   rpc::AsyncMutex& call_lock() { return m_call_lock; }
-  boost::asio::awaitable<Result<void>> restart_for_test() { co_return co_await restart_locked(); }
+  // Ends the current child as a transport failure would and waits for the restart.
+  boost::asio::awaitable<Result<void>> restart_for_test();
   const Timeouts& timeouts() const { return m_timeouts; }
   // The stderr tail of the current child, or of the last one that ran.
   std::string stderr_tail() const;
@@ -154,21 +169,39 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   static constexpr std::chrono::seconds k_timer_anchor_period{25};
 
  private:
-  // One running child: its process, connection and lifecycle record. Dropping it
-  // invalidates the generation, stops the reader and kills the child's group.
-  struct State {
+  // One child: its process, connection and lifecycle record. Held by shared pointer by
+  // whichever coroutine works on it; tear_down() (also run by the destructor) invalidates
+  // the generation, stops the reader and kills the child's group.
+  struct Instance {
+    std::uint64_t epoch = 0;
     std::shared_ptr<process::Child> child;
     std::shared_ptr<rpc::Connection> connection;
     std::shared_ptr<rpc::Lifecycle> lifecycle;
-    ~State();
+    void tear_down();
+    ~Instance();
   };
 
   ProcessExtension(boost::asio::any_io_executor ex, ProcessSpec spec, Timeouts timeouts, RestartPolicy policy);
-  Result<std::unique_ptr<State>> spawn_state();
-  boost::asio::awaitable<Result<boost::json::value>> call_once_locked(State& state, std::string_view method,
-                                                                      const boost::json::value& params, std::uint64_t id);
-  boost::asio::awaitable<Result<boost::json::value>> call_inner(std::string method, boost::json::value params);
-  boost::asio::awaitable<Result<boost::json::value>> call_inner_unobserved(std::string method, boost::json::value params);
+  Result<std::shared_ptr<Instance>> spawn_instance(std::uint64_t epoch);
+  // Carries out the machine's actions (synchronously; restarts and handshakes are spawned
+  // as coroutines of their own).
+  void perform(std::vector<LifeAction> actions);
+  void publish_health();
+  std::function<void(std::exception_ptr)> report_failure(const char* what);
+  static boost::asio::awaitable<void> run_restart(std::shared_ptr<ProcessExtension> self,
+                                                  std::chrono::milliseconds delay, std::uint64_t epoch);
+  static boost::asio::awaitable<void> initialize_restarted(std::shared_ptr<ProcessExtension> self, std::uint64_t epoch);
+  boost::asio::awaitable<Result<protocol::InitializeResult>> initialize_on(std::shared_ptr<Instance> instance);
+  void finish_initialize(Instance& instance, const protocol::InitializeResult& result);
+  // Waits until a child serves, asking for one restart if there is none; the error says why not.
+  boost::asio::awaitable<Result<void>> ensure_running();
+  Error stopped_error() const;
+  // Whether the calling coroutine was cancelled (a deadline or its caller's cancellation).
+  static boost::asio::awaitable<bool> cancelled();
+  boost::asio::awaitable<Result<boost::json::value>> call_inner(std::string method, boost::json::value params,
+                                                                std::shared_ptr<std::uint64_t> sent);
+  boost::asio::awaitable<Result<boost::json::value>> call_inner_unobserved(std::string method, boost::json::value params,
+                                                                           std::shared_ptr<std::uint64_t> sent);
   boost::asio::awaitable<Result<boost::json::value>> leased_call(boost::json::value params);
   // call(), with a deadline error in the reference's words for that method
   // ("Extension '<id>' info.get timed out").
@@ -178,25 +211,31 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   boost::asio::awaitable<bool> forward_invoke(rpc::Subscription& subscription, std::string request_id,
                                               InvokeEventChannel& channel);
   boost::asio::awaitable<void> forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink);
-  boost::asio::awaitable<Result<void>> restart_locked();
-  boost::asio::awaitable<Result<void>> initialize_locked();
   boost::asio::awaitable<protocol::HookResult> hook_outcome(Result<boost::json::value> reply);
   std::uint64_t next_id() { return m_next_id++; }
-  void remember_stderr();
+  void remember_stderr(const process::Child& child);
 
   boost::asio::any_io_executor m_executor;
   ProcessSpec m_spec;
   Timeouts m_timeouts;
   RestartPolicy m_policy;
+  LifecycleMachine m_machine;           // I/O thread only
   std::shared_ptr<rpc::Inbox> m_inbox;  // outlives every child
-  rpc::AsyncMutex m_call_lock;          // one exchange (or restart) at a time
-  std::unique_ptr<State> m_state;       // the current child; null when none
+  rpc::AsyncMutex m_call_lock;          // one exchange at a time
+  rpc::Event m_changed;                 // the machine's state changed
+  boost::asio::steady_timer m_backoff;  // the restart delay under way
+  std::shared_ptr<Instance> m_current;  // the child serving now; null when none
+  std::shared_ptr<process::Child> m_last_child;  // the one before it, until the next ends
+  std::optional<Error> m_last_restart_error;
+  std::optional<protocol::InitializeResult> m_last_initialize;
   std::uint64_t m_next_id = 1;
+  // Mirrors of the machine for other threads (health(), restart_count()).
   std::atomic<std::size_t> m_restart_count{0};   // consecutive: the exhaustion budget
   std::atomic<std::size_t> m_total_restarts{0};  // lifetime: never reset
+  std::atomic<bool> m_unresponsive{false};
+  std::atomic<bool> m_stopped{false};
   CallOutcomes m_outcomes;
-  std::atomic<bool> m_stopped{false};            // set by shutdown(), never cleared
-  std::atomic<bool> m_has_state{false};          // mirrors m_state for health() off-thread
+  std::atomic<bool> m_has_state{false};          // mirrors m_current for health() off-thread
   std::atomic<std::size_t> m_spawns{0};
   boost::json::value m_initialize_config;        // memory only: never logged or written
   std::optional<std::filesystem::path> m_plugin_root;

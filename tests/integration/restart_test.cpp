@@ -8,6 +8,7 @@
 #include <boost/json/parse.hpp>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 #include "../support/bounded.hpp"
@@ -384,6 +385,122 @@ TEST_F(RestartTest, AConcurrentForceShutdownFailsALeasedCall) {
   EXPECT_EQ(ext->child(), nullptr) << "a cancelled lease is not put back";
   ASSERT_TRUE(run_until(io, [&] { return !exthost::testing::alive(pid); }));
   EXPECT_EQ(ext->restart_count(), 0u);
+}
+
+
+// --- the lifecycle machine's shell, with real children ---------------------------------------
+
+// Unloading a crash-looping extension while its restarted child is still initializing:
+// the restart's initialize used to resume on a child state that shutdown() had freed.
+TEST_F(RestartTest, ShutdownDuringARestartInitializeEndsEverythingAndFreesNothingInUse) {
+  auto ext = start({"crash-loop-slow-init", state_file.string()});
+  ASSERT_TRUE(ext);
+  auto call = asio::co_spawn(io, ext->call("tool.call", tool("echo")), asio::use_future);
+  // The crash, the backoff, then the restarted child's slow handshake.
+  ASSERT_TRUE(run_until(io, [&] { return ext->spawn_count() == 2; }, std::chrono::seconds(5)));
+  const pid_t restarted = ext->child()->pid();
+  auto stop = asio::co_spawn(io, ext->shutdown(), asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] {
+    return stop.wait_for(std::chrono::seconds(0)) == std::future_status::ready &&
+           call.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }, std::chrono::seconds(10)));
+  auto r = call.get();
+  ASSERT_FALSE(r.ok());
+  // Past the restarted child's slow answer: nothing comes back to life.
+  run_until(io, [] { return false; }, std::chrono::milliseconds(1500));
+  EXPECT_EQ(ext->spawn_count(), 2u);
+  EXPECT_EQ(ext->child(), nullptr);
+  EXPECT_FALSE(exthost::testing::alive(restarted));
+  EXPECT_EQ(ext->life_state(), runtime::LifeState::stopped);
+}
+
+// An unload during the restart delay used to be followed by a respawn and a full
+// initialize once the delay ended.
+TEST_F(RestartTest, NothingIsRespawnedAfterAShutdownDuringTheRestartDelay) {
+  runtime::RestartPolicy slow;
+  slow.base_delay = std::chrono::milliseconds(600);
+  auto ext = start({"always-exit"}, {}, slow);
+  ASSERT_TRUE(ext);
+  auto call = asio::co_spawn(io, ext->call("tool.call", tool("echo")), asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] { return ext->restart_count() == 1; }, std::chrono::seconds(5)));
+  const std::size_t spawns = ext->spawn_count();
+  ASSERT_TRUE(run_bounded(io, ext->shutdown(), std::chrono::seconds(5)));
+  run_until(io, [] { return false; }, std::chrono::milliseconds(1200));
+  EXPECT_EQ(ext->spawn_count(), spawns) << "respawned after shutdown";
+  EXPECT_EQ(ext->child(), nullptr);
+  ASSERT_TRUE(run_until(io, [&] { return call.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  auto r = call.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("was stopped"), std::string::npos) << r.error().message;
+}
+
+// A stopped child (SIGSTOP) used to stay `running` forever, every call waiting out its deadline.
+TEST_F(RestartTest, AFrozenChildIsReportedUnresponsiveAndRestarted) {
+  runtime::Timeouts quick;
+  quick.tool_call = std::chrono::milliseconds(300);
+  runtime::RestartPolicy policy;
+  policy.base_delay = std::chrono::milliseconds(400);
+  auto ext = start({"echo"}, quick, policy);
+  ASSERT_TRUE(ext);
+  const pid_t frozen = ext->child()->pid();
+  ASSERT_EQ(::kill(frozen, SIGSTOP), 0);
+  for (std::uint32_t i = 0; i < runtime::k_unresponsive_after_timeouts; ++i) {
+    auto r = run_bounded(io, ext->call("tool.call", tool("echo")), std::chrono::seconds(5));
+    ASSERT_TRUE(r);
+    ASSERT_FALSE(r->ok());
+    EXPECT_EQ(r->error().kind, ErrorKind::timeout);
+  }
+  EXPECT_EQ(ext->health(), Health::unresponsive);
+  ASSERT_TRUE(run_until(io, [&] { return !exthost::testing::alive(frozen); }, std::chrono::seconds(5)))
+      << "the frozen child is killed";
+  ASSERT_TRUE(run_until(io, [&] { return ext->life_state() == runtime::LifeState::running && ext->spawn_count() == 2; },
+                        std::chrono::seconds(5)))
+      << "restarted without waiting for another call";
+  auto served = run_bounded(io, ext->call("tool.call", tool("echo")), std::chrono::seconds(5));
+  ASSERT_TRUE(served && served->ok()) << (served && !served->ok() ? served->error().message : "");
+  EXPECT_EQ(ext->spawn_count(), 2u);
+  EXPECT_EQ(ext->health(), Health::degraded);
+  run_bounded(io, ext->shutdown());
+}
+
+// Stopping cancels the calls in flight: an extension that declared cancellation hears of
+// each before its shutdown.
+TEST_F(RestartTest, ShutdownSendsCancelRequestsForCallsInFlight) {
+  runtime::Timeouts patient;  // the shutdown request waits for the slow tool's answer
+  patient.shutdown_request = std::chrono::milliseconds(3000);
+  auto ext = start({"cancellable", state_file.string()}, patient);
+  ASSERT_TRUE(ext);
+  auto slow = asio::co_spawn(io, ext->call("tool.call", tool("slow")), asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] { return ext->inbox().pending_count() == 1; }));
+  const auto id = ext->inbox().pending_ids().front();
+  ASSERT_TRUE(run_bounded(io, ext->shutdown(), std::chrono::seconds(5)));
+  ASSERT_TRUE(run_until(io, [&] { return slow.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  std::ifstream in(state_file);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find(R"({"method":"$/cancelRequest","params":{"id":)" + std::to_string(id) + "}}"), std::string::npos)
+      << all;
+}
+
+// A slow tool holding the call lock does not make hooks queued behind it count as the
+// child's timeouts: only requests the child received do.
+TEST_F(RestartTest, CallsThatNeverReachedTheChildDoNotMakeItUnresponsive) {
+  runtime::Timeouts t;
+  t.hook = std::chrono::milliseconds(100);
+  auto ext = start({"slow-call", "1500"}, t);
+  ASSERT_TRUE(ext);
+  auto slow = asio::co_spawn(io, ext->call("tool.call", tool("echo")), asio::use_future);
+  ASSERT_TRUE(run_until(io, [&] { return ext->inbox().pending_count() == 1; }));
+  for (std::uint32_t i = 0; i < runtime::k_unresponsive_after_timeouts + 1; ++i) {
+    auto r = run_bounded(io, ext->call("hook.handle", nullptr), std::chrono::seconds(3));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->error().kind, ErrorKind::timeout);
+  }
+  ASSERT_TRUE(run_until(io, [&] { return slow.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
+                        std::chrono::seconds(5)));
+  EXPECT_TRUE(slow.get().ok());
+  EXPECT_EQ(ext->spawn_count(), 1u);
+  EXPECT_EQ(ext->health(), Health::running);
+  run_bounded(io, ext->shutdown());
 }
 
 }  // namespace
