@@ -14,7 +14,9 @@
 #include "host/tool_hooks.hpp"
 #include "protocol/tool_call.hpp"
 #include "rpc/event.hpp"
+#include "rpc/join_all.hpp"
 #include "store/config_store.hpp"
+#include "util/exception_text.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wire/json.hpp"
@@ -71,32 +73,25 @@ std::vector<std::string> disabled_plugins(const fs::path& host_config_file) {
   return out;
 }
 
-// Runs every awaitable at once and waits for all of them, or for `bound`; returns whether
-// all finished in time. Each runs detached, so one left behind finishes on its own.
-asio::awaitable<bool> join_all(asio::any_io_executor ex, std::vector<asio::awaitable<void>> ops,
-                               std::chrono::milliseconds bound) {
-  struct Gather {
-    explicit Gather(const asio::any_io_executor& e, std::size_t n) : remaining(n), done(e) {}
-    std::size_t remaining;
-    rpc::Event done;
-  };
-  auto gather = std::make_shared<Gather>(ex, ops.size());
-  for (auto& op : ops) {
-    asio::co_spawn(ex, std::move(op), [gather](std::exception_ptr) {
-      if (--gather->remaining == 0) gather->done.notify();
-    });
-  }
-  asio::steady_timer deadline(ex, bound);
-  bool expired = false;
-  deadline.async_wait([gather, &expired](boost::system::error_code ec) {
-    if (!ec) {
-      expired = true;
-      gather->done.notify();
+template <class T>
+asio::awaitable<T> call_task(std::function<T()> task) {
+  co_return task();
+}
+
+// Runs `f` on the worker pool (file reads, directory scans: they may block) and resumes on
+// the I/O thread with its result. What `f` throws becomes `fallback(what)`. Not itself a
+// coroutine: the closures travel inside a std::function, never as coroutine parameters.
+template <class F, class Fallback>
+auto on_workers(asio::any_io_executor workers, F f, Fallback fallback) -> asio::awaitable<decltype(f())> {
+  using T = decltype(f());
+  std::function<T()> task = [f = std::move(f), fallback = std::move(fallback)]() mutable -> T {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      return fallback(std::string(e.what()));
     }
-  });
-  while (gather->remaining > 0 && !expired) co_await gather->done.wait();
-  deadline.cancel();
-  co_return gather->remaining == 0;
+  };
+  return asio::co_spawn(workers, call_task<T>(std::move(task)), asio::use_awaitable);
 }
 
 asio::awaitable<void> stop(std::shared_ptr<runtime::ProcessExtension> ext) { co_await ext->shutdown(); }
@@ -108,7 +103,8 @@ ExtensionManager::ExtensionManager(asio::any_io_executor io, asio::any_io_execut
     : m_io(std::move(io)),
       m_store_workers(std::move(store_workers)),
       m_options(std::move(options)),
-      m_memory(std::make_shared<SharedMemoryStore>(m_options.home.memory_db())) {}
+      m_memory(std::make_shared<SharedMemoryStore>(m_options.home.memory_db())),
+      m_discovery_done(m_io) {}
 
 ConfigSources ExtensionManager::config_sources(const std::string& id) const {
   ConfigSources s;
@@ -120,7 +116,13 @@ ConfigSources ExtensionManager::config_sources(const std::string& id) const {
 }
 
 asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load(fs::path plugin_dir) {
-  auto manifest = read_manifest(plugin_dir);
+  // Built before the co_await: no temporary lives across the suspension.
+  auto manifest_op = on_workers(
+      m_store_workers, [plugin_dir] { return read_manifest(plugin_dir); },
+      [plugin_dir](std::string what) -> Result<std::optional<Manifest>> {
+        return Error::manifest("Failed to read plugin manifest in " + plugin_dir.string() + ": " + what);
+      });
+  auto manifest = co_await std::move(manifest_op);
   if (!manifest) co_return std::move(manifest).error();
   if (!manifest->has_value()) {
     co_return Error::manifest("plugin '" + fs::absolute(plugin_dir).lexically_normal().filename().string() +
@@ -132,10 +134,27 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load(fs::path plugin_di
 asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest m) {
   const std::string id = m.id;
   const std::string ext_name = "Extension '" + id + "'";
+  // The id is taken before the first suspension: a second load of it meanwhile is refused
+  // instead of running a second process under the same id.
+  if (find(id) || m_loading.count(id) != 0) co_return Error::usage(ext_name + " is already loaded");
+  m_loading.emplace(id, nullptr);
+  struct Reservation {
+    ExtensionManager& manager;
+    std::string id;
+    ~Reservation() { manager.m_loading.erase(id); }
+  } reservation{*this, id};
+  const std::uint64_t shutdowns = m_shutdowns;
   // Configuration first: a missing value must not cost a process (SPEC §6.11.1 step 1).
-  auto config = resolve_config(id, m.config, config_sources(id));
+  // Resolving reads the config files: off the I/O thread.
+  // Built before the co_await: no temporary lives across the suspension.
+  auto config_op = on_workers(
+      m_store_workers, [id, entries = m.config, sources = config_sources(id)] { return resolve_config(id, entries, sources); },
+      [ext_name](std::string what) -> Result<boost::json::object> {
+        return Error::manifest(ext_name + " configuration could not be read: " + what);
+      });
+  auto config = co_await std::move(config_op);
   if (!config) co_return std::move(config).error();
-  if (find(id)) co_return Error::usage(ext_name + " is already loaded");
+  if (m_shutdowns != shutdowns) co_return Error::usage(ext_name + " was not loaded: the host is shutting down");
   if (auto valid = validate_limits(m_options.limits); !valid) co_return std::move(valid).error();
   auto limits = effective_limits(id, m_options.limits, m.limits);
   if (!limits) co_return std::move(limits).error();
@@ -151,6 +170,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   auto spawned = co_await runtime::ProcessExtension::spawn(m_io, std::move(spec), m_options.timeouts);
   if (!spawned) co_return std::move(spawned).error();
   auto ext = std::move(spawned).value();
+  m_loading[id] = ext;  // reachable by shutdown_all() and kill_all() while it loads
   // Permissions before initialize: an extension may use the stores while it initializes.
   ext->set_inbound_handler(std::make_shared<InboundServices>(id, m.granted, m_memory,
                                                              m_options.home.plugin_config_file(id), m_store_workers));
@@ -239,6 +259,9 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
       }
     }
   }
+  if (!refused && m_shutdowns != shutdowns) {
+    refused = Error::usage(ext_name + " was not loaded: the host is shutting down");
+  }
   if (refused) {
     m_providers.unregister_plugin(id);
     m_hooks.unsubscribe_all(id);
@@ -265,6 +288,11 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
     } else {
       util::log().warn("extension '{}': info.get failed: {}", id, probed.error().message);
     }
+  }
+  if (m_shutdowns != shutdowns || ext->stopped()) {  // re-read after the probe's suspension
+    forget(id);
+    co_await ext->shutdown();
+    co_return Error::usage(ext_name + " was not loaded: the host is shutting down");
   }
   {
     std::lock_guard lock(m_mutex);
@@ -310,6 +338,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::reload(std::string id) 
 }
 
 asio::awaitable<void> ExtensionManager::shutdown_all() {
+  ++m_shutdowns;  // loads under way give up at their next step
   std::map<std::string, Loaded> all;
   {
     std::lock_guard lock(m_mutex);
@@ -317,20 +346,27 @@ asio::awaitable<void> ExtensionManager::shutdown_all() {
   }
   std::vector<asio::awaitable<void>> stops;
   std::erase_if(m_stopping, [](const auto& weak) { return weak.expired(); });
+  std::vector<std::shared_ptr<runtime::ProcessExtension>> exts;
   for (auto& [id, loaded] : all) {
     forget(id);
-    m_stopping.push_back(loaded.ext);
-    stops.push_back(stop(loaded.ext));
+    exts.push_back(loaded.ext);
+  }
+  for (auto& [id, ext] : m_loading) {
+    if (ext) exts.push_back(ext);
+  }
+  for (auto& ext : exts) {
+    m_stopping.push_back(ext);
+    stops.push_back(stop(ext));
   }
   m_discovered.reset();
   m_session_injections.clear();
   if (stops.empty()) co_return;
-  const bool in_time = co_await join_all(m_io, std::move(stops), k_shutdown_all_bound);
+  const bool in_time = co_await rpc::join_all(m_io, std::move(stops), k_shutdown_all_bound);
   if (!in_time) {
-    for (auto& [id, loaded] : all) {
-      if (loaded.ext->has_live_child()) {
-        util::log().warn("extension '{}': still stopping after {} ms; killed", id, k_shutdown_all_bound.count());
-        loaded.ext->force_shutdown();
+    for (auto& ext : exts) {
+      if (ext->has_live_child()) {
+        util::log().warn("extension '{}': still stopping after {} ms; killed", ext->id(), k_shutdown_all_bound.count());
+        ext->force_shutdown();
       }
     }
   }
@@ -342,6 +378,9 @@ void ExtensionManager::kill_all() {
     std::lock_guard lock(m_mutex);
     for (auto& [id, loaded] : m_loaded) targets.push_back(loaded.ext);
   }
+  for (auto& [id, ext] : m_loading) {
+    if (ext) targets.push_back(ext);
+  }
   for (auto& weak : m_stopping) {
     if (auto ext = weak.lock()) targets.push_back(std::move(ext));
   }
@@ -351,10 +390,51 @@ void ExtensionManager::kill_all() {
   }
 }
 
+namespace {
+
+// What a discovery finds on disk: plugin directories by name (a later root replaces an
+// earlier one), the roots that could not be read, and the disabled names. Blocking.
+struct DiscoveryScan {
+  std::map<std::string, fs::path> plugins;
+  std::vector<LoadFailure> unreadable;
+  std::vector<std::string> disabled;
+};
+
+DiscoveryScan scan_plugins(const std::vector<fs::path>& roots, const fs::path& host_config_file) {
+  DiscoveryScan scan;
+  for (const auto& root : roots) {
+    std::error_code ec;
+    if (!fs::exists(root, ec)) continue;
+    fs::directory_iterator it(root, ec);
+    if (ec) {
+      scan.unreadable.push_back(LoadFailure{"plugins", std::nullopt,
+                                            "Failed to read plugins directory: " + util::os_error_text(ec.value()),
+                                            "Check directory permissions and retry"});
+      continue;
+    }
+    for (auto end = fs::directory_iterator(); it != end; it.increment(ec)) {
+      if (ec) break;
+      std::error_code dir_ec;
+      if (it->is_directory(dir_ec)) scan.plugins[it->path().filename().string()] = it->path();
+    }
+    if (ec) {
+      scan.unreadable.push_back(LoadFailure{"plugins", std::nullopt,
+                                            "Failed to read plugins directory: " + util::os_error_text(ec.value()),
+                                            "Check directory permissions and retry"});
+    }
+  }
+  scan.disabled = disabled_plugins(host_config_file);
+  return scan;
+}
+
+}  // namespace
+
 asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(const DiscoveryEvent&)> progress) {
   auto report_event = [&](DiscoveryEvent e) {
     if (progress) progress(e);
   };
+  // One discovery at a time: a second one waits for the first and replays its report.
+  while (m_discovering) co_await m_discovery_done.wait();
   if (m_discovered) {
     // Idempotent: replay the first discovery without spawning anything.
     DiscoveryReport replay = *m_discovered;
@@ -363,9 +443,17 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
                                 replay.failed.size()});
     co_return replay;
   }
+  m_discovering = true;
+  struct Done {
+    ExtensionManager& manager;
+    ~Done() {
+      manager.m_discovering = false;
+      manager.m_discovery_done.notify();
+    }
+  } done{*this};
+  const std::uint64_t shutdowns = m_shutdowns;
   report_event(DiscoveryEvent{DiscoveryEvent::Kind::started, {}, std::nullopt, 0, 0});
   DiscoveryReport report;
-  std::map<std::string, fs::path> plugins;  // by name: a later root replaces an earlier one
   std::vector<fs::path> roots{m_options.home.plugins_dir()};
   bool project_disabled = false;
   for (const char* name : {"EXTHOST_DISABLE_PROJECT_PLUGINS", "SYNAPS_DISABLE_PROJECT_PLUGINS"}) {
@@ -375,43 +463,54 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
       break;
     }
   }
-  if (m_options.project_dir && !project_disabled) {
-    const fs::path project_root = *m_options.project_dir / ".exthost" / "plugins";
-    std::error_code ec;
-    if (!fs::equivalent(project_root, roots.front(), ec)) roots.push_back(project_root);
+  if (m_options.project_dir && !project_disabled) roots.push_back(*m_options.project_dir / ".exthost" / "plugins");
+  // The scan touches the disk (and may throw): off the I/O thread.
+  // Built before the co_await: no temporary lives across the suspension.
+  auto scan_op = on_workers(
+      m_store_workers,
+      [roots, home_root = roots.front(), config = m_options.home.host_config_file()]() mutable {
+        std::error_code ec;
+        if (roots.size() > 1 && fs::equivalent(roots[1], home_root, ec)) roots.pop_back();
+        return scan_plugins(roots, config);
+      },
+      [](std::string what) {
+        DiscoveryScan failed;
+        failed.unreadable.push_back(
+            LoadFailure{"plugins", std::nullopt, "Failed to read plugins directory: " + what, "Check directory permissions and retry"});
+        return failed;
+      });
+  auto scan = co_await std::move(scan_op);
+  for (auto& f : scan.unreadable) {
+    report.failed.push_back(f);
+    report_event(DiscoveryEvent{DiscoveryEvent::Kind::failed, f.plugin, f, report.loaded.size(), report.failed.size()});
   }
-  for (const auto& root : roots) {
-    std::error_code ec;
-    if (!fs::exists(root, ec)) continue;
-    fs::directory_iterator it(root, ec);
-    if (ec) {
-      LoadFailure f{"plugins", std::nullopt, "Failed to read plugins directory: " + util::os_error_text(ec.value()),
-                    "Check directory permissions and retry"};
-      report.failed.push_back(f);
-      report_event(DiscoveryEvent{DiscoveryEvent::Kind::failed, f.plugin, f, report.loaded.size(), report.failed.size()});
-      continue;
-    }
-    for (const auto& entry : it) {
-      std::error_code dir_ec;
-      if (entry.is_directory(dir_ec)) plugins[entry.path().filename().string()] = entry.path();
-    }
-  }
-  const auto disabled = disabled_plugins(m_options.home.host_config_file());
-  for (const auto& [name, dir] : plugins) {
-    if (std::find(disabled.begin(), disabled.end(), name) != disabled.end()) continue;
-    std::error_code ec;
+  for (const auto& [name, dir] : scan.plugins) {
+    if (m_shutdowns != shutdowns) break;  // shutdown_all() came meanwhile: load nothing more
+    if (std::find(scan.disabled.begin(), scan.disabled.end(), name) != scan.disabled.end()) continue;
     const fs::path manifest_path = dir / k_manifest_path;
-    if (!fs::exists(manifest_path, ec)) continue;  // not a plugin with a manifest: skipped silently
-    auto manifest = read_manifest(dir);
+    // Built before the co_await: no temporary lives across the suspension.
+    auto manifest_op = on_workers(
+        m_store_workers,
+        [dir, manifest_path]() -> std::optional<Result<std::optional<Manifest>>> {
+          std::error_code ec;
+          if (!fs::exists(manifest_path, ec)) return std::nullopt;  // not a plugin with a manifest
+          return read_manifest(dir);
+        },
+        [dir](std::string what) -> std::optional<Result<std::optional<Manifest>>> {
+          return Result<std::optional<Manifest>>(
+              Error::manifest("Failed to read plugin manifest in " + dir.string() + ": " + what));
+        });
+    auto manifest = co_await std::move(manifest_op);
+    if (!manifest) continue;  // skipped silently
     Result<ExtensionInfo> loaded = Error::internal("not loaded");
     std::optional<std::string> setup;  // for the missing-binary hint
-    if (!manifest) {
-      loaded = std::move(manifest).error();
-    } else if (!manifest->has_value()) {
+    if (!*manifest) {
+      loaded = std::move(*manifest).error();
+    } else if (!(*manifest)->has_value()) {
       continue;  // a plugin without an extension block is not an extension
     } else {
-      setup = (**manifest).setup;
-      loaded = co_await load_manifest(std::move(**manifest));
+      setup = (**manifest)->setup;
+      loaded = co_await load_manifest(std::move(***manifest));
     }
     if (loaded) {
       report.loaded.push_back(name);
@@ -425,7 +524,7 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
       report_event(DiscoveryEvent{DiscoveryEvent::Kind::failed, name, f, report.loaded.size(), report.failed.size()});
     }
   }
-  m_discovered = report;
+  if (m_shutdowns == shutdowns) m_discovered = report;
   report_event(DiscoveryEvent{DiscoveryEvent::Kind::finished, {}, std::nullopt, report.loaded.size(),
                               report.failed.size()});
   co_return report;

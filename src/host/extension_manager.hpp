@@ -31,6 +31,7 @@
 #include "host/manifest.hpp"
 #include "host/provider_registry.hpp"
 #include "host/tool_registry.hpp"
+#include "rpc/event.hpp"
 #include "runtime/process_extension.hpp"
 #include "runtime/timeouts.hpp"
 
@@ -115,6 +116,12 @@ class ExtensionManager {
   ToolRegistry m_tools;
   ProviderRegistry m_providers;
   std::optional<DiscoveryReport> m_discovered;  // the first discovery, replayed
+  bool m_discovering = false;                   // a discovery is under way
+  rpc::Event m_discovery_done;                  // it ended
+  // Ids taken by loads under way (the extension once spawned), before their first
+  // suspension: a second load of the same id is refused. I/O thread only.
+  std::map<std::string, std::shared_ptr<runtime::ProcessExtension>> m_loading;
+  std::uint64_t m_shutdowns = 0;  // shutdown_all() calls: a load under way gives up when it changes
   std::map<std::string, std::string> m_session_injections;  // by session id
 
   mutable std::mutex m_mutex;  // guards m_loaded (read from any thread)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +62,63 @@ TEST_F(HostTest, CallsFromEightThreadsAreAllAnsweredAndNeverOverlapOnTheWire) {
   auto overlaps = host.call_tool(info->id, "overlaps", "{}");
   ASSERT_TRUE(overlaps.ok());
   EXPECT_EQ(*overlaps, "0") << "a request was sent while another was unanswered";
+}
+
+// Four loads of one plugin at once used to all succeed: four processes under one id, one
+// listed, and each hook run four times per tool call.
+TEST_F(HostTest, ConcurrentLoadsOfOnePluginStartOneExtension) {
+  manifest("echo");
+  exthost::Host host;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<exthost::Result<exthost::ExtensionInfo>> results;
+  constexpr std::size_t k_loads = 4;
+  for (std::size_t i = 0; i < k_loads; ++i) {
+    host.load(dir, [&](exthost::Result<exthost::ExtensionInfo> r) {
+      std::lock_guard lock(mutex);
+      results.push_back(std::move(r));
+      cv.notify_all();
+    });
+  }
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return results.size() == k_loads; }));
+  }
+  std::size_t ok = 0;
+  for (const auto& r : results) {
+    if (r.ok()) {
+      ++ok;
+    } else {
+      EXPECT_EQ(r.error().message, "Extension 'fake-plugin' is already loaded");
+    }
+  }
+  EXPECT_EQ(ok, 1u);
+  ASSERT_EQ(host.list().size(), 1u);
+  const auto pid = host.child_pid("fake-plugin");
+  ASSERT_TRUE(pid);
+  EXPECT_EQ(exthost::testing::live_children(), std::vector<int>{*pid}) << "one process under the id";
+}
+
+// Two discoveries at once used to both run: the second one's loads all failed as "already
+// loaded". The second now waits for the first and returns its report.
+TEST_F(HostTest, ConcurrentDiscoveriesRunOnceAndShareTheReport) {
+  manifest("echo");
+  const fs::path home = root / "home";
+  fs::create_directories(home / "plugins");
+  fs::copy(dir, home / "plugins" / "fake-plugin", fs::copy_options::recursive);
+  exthost::HostOptions options;
+  options.home = home;
+  exthost::Host host(options);
+  exthost::DiscoveryReport first, second;
+  std::thread a([&] { first = host.discover(); });
+  std::thread b([&] { second = host.discover(); });
+  a.join();
+  b.join();
+  EXPECT_EQ(first.loaded, std::vector<std::string>{"fake-plugin"});
+  EXPECT_EQ(second.loaded, std::vector<std::string>{"fake-plugin"});
+  EXPECT_TRUE(first.failed.empty());
+  EXPECT_TRUE(second.failed.empty()) << second.failed.front().reason;
+  EXPECT_EQ(exthost::testing::live_children().size(), 1u);
 }
 
 TEST_F(HostTest, ReportsLoadFailuresWithTheirKind) {

@@ -1,6 +1,8 @@
 // proc.hpp — /proc readings for tests: descriptor counts, zombies, process state.
 #pragma once
 
+#include <vector>
+
 #include <dirent.h>
 #include <fstream>
 #include <sstream>
@@ -53,6 +55,22 @@ inline int zombie_children() {
     ::closedir(d);
   }
   return n;
+}
+
+// Live (not zombie) children of this process, by pid.
+inline std::vector<int> live_children() {
+  std::vector<int> out;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      const pid_t pid = std::atoi(e->d_name);
+      if (pid <= 0) continue;
+      pid_t parent = 0;
+      const char s = proc_state(pid, &parent);
+      if (parent == ::getpid() && s != 0 && s != 'Z' && s != 'X') out.push_back(pid);
+    }
+    ::closedir(d);
+  }
+  return out;
 }
 
 // Whether host-memory bounds can be measured in this build: AddressSanitizer keeps freed
