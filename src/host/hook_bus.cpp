@@ -42,13 +42,27 @@ asio::awaitable<std::optional<HookResult>> answer_of(std::shared_ptr<runtime::Ex
   co_return co_await handler->handle(event);
 }
 
-// One handler's answer under the bus deadline; nullopt when it did not answer in time.
-asio::awaitable<std::optional<HookResult>> ask(std::shared_ptr<runtime::ExtensionHandler> handler,
-                                               protocol::HookEvent event, std::chrono::milliseconds timeout) {
-  asio::steady_timer deadline(co_await asio::this_coro::executor, timeout);
-  auto raced = co_await (answer_of(handler, std::move(event)) || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (raced.index() == 1) co_return std::nullopt;
-  co_return std::get<0>(std::move(raced));
+// Runs `f` when it goes out of scope, unless released first.
+template <class F>
+class OnExit {
+ public:
+  explicit OnExit(F f) : m_f(std::move(f)) {}
+  OnExit(const OnExit&) = delete;
+  OnExit& operator=(const OnExit&) = delete;
+  ~OnExit() {
+    if (m_armed) m_f();
+  }
+  void release() { m_armed = false; }
+
+ private:
+  F m_f;
+  bool m_armed = true;
+};
+
+std::string described(const std::string& extension_id, const HookSubscription& sub) {
+  std::string text = "hook " + std::string(protocol::to_string(sub.kind));
+  if (sub.tool) text += " (tool '" + *sub.tool + "')";
+  return text + " of extension '" + extension_id + "'";
 }
 
 }  // namespace
@@ -82,6 +96,52 @@ bool subscription_matches(const HookSubscription& sub, const protocol::HookEvent
   return true;
 }
 
+// One handler's answer under the bus deadline. A deadline wait that ends aborted means the
+// caller cancelled this ask: abandoned, not timed out.
+asio::awaitable<HookBus::Reply> HookBus::ask(std::shared_ptr<runtime::ExtensionHandler> handler,
+                                             protocol::HookEvent event, std::chrono::milliseconds timeout) {
+  asio::steady_timer deadline(co_await asio::this_coro::executor, timeout);
+  auto raced = co_await (answer_of(handler, std::move(event)) || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (raced.index() == 1) {
+    const auto [ec] = std::get<1>(raced);
+    co_return Reply{ec ? Outcome::abandoned : Outcome::timed_out, std::nullopt};
+  }
+  co_return Reply{Outcome::answered, std::get<0>(std::move(raced))};
+}
+
+std::vector<HookBus::Registration> HookBus::snapshot() const {
+  std::lock_guard lock(m_mutex);
+  return m_registrations;
+}
+
+HookSuspension::Admission HookBus::admit(const Registration& r) const {
+  std::lock_guard lock(r.standing->mutex);
+  return r.standing->suspension.admit(m_clock());
+}
+
+void HookBus::settle(const Registration& r, Outcome outcome, bool probe, std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(r.standing->mutex);
+  auto& suspension = r.standing->suspension;
+  switch (outcome) {
+    case Outcome::answered:
+      if (suspension.suspended()) {
+        util::log().info("{} answered again; resumed", described(r.handler->id(), r.subscription));
+      }
+      suspension.answered();
+      return;
+    case Outcome::timed_out:
+      if (suspension.timed_out(now, probe)) {
+        util::log().warn("{} did not answer {} times in a row; suspended for {} s",
+                         described(r.handler->id(), r.subscription), suspension.consecutive_timeouts(),
+                         k_hook_suspend_interval.count());
+      }
+      return;
+    case Outcome::abandoned:
+      if (probe) suspension.probe_abandoned();
+      return;
+  }
+}
+
 Result<void> HookBus::subscribe(std::shared_ptr<runtime::ExtensionHandler> handler, HookSubscription subscription,
                                 PermissionSet permissions) {
   if (!permissions.allows_hook(subscription.kind)) {
@@ -89,17 +149,51 @@ Result<void> HookBus::subscribe(std::shared_ptr<runtime::ExtensionHandler> handl
                            std::string(wire_name(required_permission(subscription.kind))) + "' required for hook '" +
                            std::string(protocol::to_string(subscription.kind)) + "'");
   }
-  m_registrations.push_back(Registration{std::move(handler), std::move(subscription), permissions});
+  std::lock_guard lock(m_mutex);
+  m_registrations.push_back(
+      Registration{std::move(handler), std::move(subscription), permissions, std::make_shared<Standing>()});
   return {};
 }
 
 void HookBus::unsubscribe_all(const std::string& extension_id) {
+  std::lock_guard lock(m_mutex);
   std::erase_if(m_registrations, [&](const Registration& r) { return r.handler->id() == extension_id; });
+}
+
+std::size_t HookBus::handler_count() const {
+  std::lock_guard lock(m_mutex);
+  return m_registrations.size();
+}
+
+bool HookBus::has_suspended(const std::string& extension_id) const {
+  std::lock_guard lock(m_mutex);
+  return std::any_of(m_registrations.begin(), m_registrations.end(), [&](const Registration& r) {
+    if (r.handler->id() != extension_id) return false;
+    std::lock_guard standing(r.standing->mutex);
+    return r.standing->suspension.suspended();
+  });
+}
+
+std::vector<SuspendedHook> HookBus::suspended_for(const std::string& extension_id) const {
+  const auto now = m_clock();
+  std::lock_guard lock(m_mutex);
+  std::vector<SuspendedHook> out;
+  for (const auto& r : m_registrations) {
+    if (r.handler->id() != extension_id) continue;
+    std::lock_guard standing(r.standing->mutex);
+    const auto until = r.standing->suspension.until();
+    if (!until) continue;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - now);
+    out.push_back(SuspendedHook{r.subscription, *until, std::max(left, std::chrono::milliseconds(0)),
+                                r.standing->suspension.consecutive_timeouts()});
+  }
+  return out;
 }
 
 std::vector<std::pair<HookKind, std::optional<std::string>>> HookBus::subscriptions_for(
     const std::string& extension_id) const {
   std::vector<std::pair<HookKind, std::optional<std::string>>> out;
+  std::lock_guard lock(m_mutex);
   for (const auto& r : m_registrations) {
     if (r.handler->id() == extension_id) out.emplace_back(r.subscription.kind, r.subscription.tool);
   }
@@ -152,33 +246,58 @@ HookResult end_of_chain(std::vector<std::string>& injections) {
 }  // namespace
 
 asio::awaitable<HookResult> HookBus::emit(protocol::HookEvent event) {
-  const auto snapshot = m_registrations;
+  const auto registrations = snapshot();
   const bool trace = trace_enabled();
   std::vector<std::string> injections;
-  for (const auto& r : snapshot) {
+  for (const auto& r : registrations) {
     if (r.subscription.kind != event.kind || !subscription_matches(r.subscription, event)) continue;
+    const auto admission = admit(r);
+    if (admission == HookSuspension::Admission::skip) {
+      if (trace) {
+        util::log().info("Extension hook trace: hook={} extension={} action=suspended", protocol::to_string(event.kind),
+                         r.handler->id());
+      }
+      continue;
+    }
+    const bool probe = admission == HookSuspension::Admission::probe;
+    // A probe whose emit is destroyed mid-ask must not leave the subscription waiting for it.
+    OnExit unsettled([&r, probe] { settle(r, Outcome::abandoned, probe, {}); });
     const auto started = std::chrono::steady_clock::now();
-    auto answer = co_await ask(r.handler, event, m_timeout);
+    auto reply = co_await ask(r.handler, event, m_timeout);
+    unsettled.release();
+    if (reply.outcome == Outcome::abandoned) {
+      settle(r, reply.outcome, probe, {});
+      co_return hr::Continue{};  // the caller has gone
+    }
     if (trace) {
       util::log().info("Extension hook trace: hook={} extension={} action={} duration_ms={} health={} restart_count={}",
                        protocol::to_string(event.kind), r.handler->id(),
-                       answer ? protocol::action_name(*answer) : std::string_view("timeout"),
+                       reply.answer ? protocol::action_name(*reply.answer) : std::string_view("timeout"),
                        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started)
                            .count(),
                        to_string(r.handler->health()), r.handler->restart_count());
     }
-    if (auto stop = fold(r, event.kind, answer, injections)) co_return std::move(*stop);
+    auto stop = fold(r, event.kind, reply.answer, injections);
+    settle(r, reply.outcome, probe, m_clock());
+    if (stop) co_return std::move(*stop);
   }
   co_return end_of_chain(injections);
 }
 
 asio::awaitable<HookResult> HookBus::emit_concurrent(protocol::HookEvent event) {
-  std::vector<Registration> matching;
-  for (const auto& r : m_registrations) {
-    if (r.subscription.kind == event.kind && subscription_matches(r.subscription, event)) matching.push_back(r);
+  struct Admitted {
+    Registration registration;
+    bool probe;
+  };
+  std::vector<Admitted> matching;
+  for (auto& r : snapshot()) {
+    if (r.subscription.kind != event.kind || !subscription_matches(r.subscription, event)) continue;
+    const auto admission = admit(r);
+    if (admission == HookSuspension::Admission::skip) continue;
+    matching.push_back(Admitted{std::move(r), admission == HookSuspension::Admission::probe});
   }
   if (matching.empty()) co_return hr::Continue{};
-  // Shared with the asks: if this emit is abandoned they finish on their own.
+  // Shared with the asks: if this emit is abandoned they finish (and settle) on their own.
   struct Gather {
     explicit Gather(const asio::any_io_executor& ex, std::size_t n) : answers(n), remaining(n), done(ex) {}
     std::vector<std::optional<HookResult>> answers;
@@ -188,16 +307,19 @@ asio::awaitable<HookResult> HookBus::emit_concurrent(protocol::HookEvent event) 
   auto ex = co_await asio::this_coro::executor;
   auto gather = std::make_shared<Gather>(ex, matching.size());
   for (std::size_t i = 0; i < matching.size(); ++i) {
-    asio::co_spawn(ex, ask(matching[i].handler, event, m_timeout),
-                   [gather, i](std::exception_ptr, std::optional<HookResult> answer) {
-                     gather->answers[i] = std::move(answer);
+    asio::co_spawn(ex, ask(matching[i].registration.handler, event, m_timeout),
+                   [gather, i, admitted = matching[i], clock = m_clock](std::exception_ptr, Reply reply) {
+                     settle(admitted.registration, reply.outcome, admitted.probe, clock());
+                     gather->answers[i] = std::move(reply.answer);
                      if (--gather->remaining == 0) gather->done.notify();
                    });
   }
   while (gather->remaining > 0) co_await gather->done.wait();
   std::vector<std::string> injections;
   for (std::size_t i = 0; i < matching.size(); ++i) {
-    if (auto stop = fold(matching[i], event.kind, gather->answers[i], injections)) co_return std::move(*stop);
+    if (auto stop = fold(matching[i].registration, event.kind, gather->answers[i], injections)) {
+      co_return std::move(*stop);
+    }
   }
   co_return end_of_chain(injections);
 }

@@ -3,12 +3,19 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/parse.hpp>
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <spdlog/sinks/ostream_sink.h>
+#include <sstream>
 
 #include "host/tool_hooks.hpp"
+#include "util/log.hpp"
 #include "../../support/bounded.hpp"
 
 namespace exthost::host {
@@ -23,12 +30,15 @@ using protocol::HookResult;
 class ScriptedHandler final : public runtime::ExtensionHandler {
  public:
   ScriptedHandler(std::string id, HookResult answer, bool hang = false)
-      : m_id(std::move(id)), m_answer(std::move(answer)), m_hang(hang) {}
+      : m_id(std::move(id)), m_answer(std::move(answer)) {
+    if (hang) hangs = [](const HookEvent&) { return true; };
+  }
   const std::string& id() const override { return m_id; }
   asio::awaitable<HookResult> handle(const HookEvent& event) override {
     ++calls;
+    ++calls_by_kind[event.kind];
     last = event.to_json();
-    if (m_hang) {
+    if (hangs && hangs(event)) {
       asio::steady_timer never(co_await asio::this_coro::executor, std::chrono::hours(1));
       co_await never.async_wait(asio::use_awaitable);
     }
@@ -36,12 +46,31 @@ class ScriptedHandler final : public runtime::ExtensionHandler {
   }
   asio::awaitable<void> shutdown() override { co_return; }
   int calls = 0;
+  std::map<HookKind, int> calls_by_kind;
   boost::json::value last;
+  std::function<bool(const HookEvent&)> hangs;  // which events are never answered
 
  private:
   std::string m_id;
   HookResult m_answer;
-  bool m_hang;
+};
+
+// The logger's lines while it lives, without their prefix.
+class LogCapture {
+ public:
+  LogCapture() : m_sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(m_out)) {
+    m_sink->set_pattern("%v");
+    util::log().sinks().push_back(m_sink);
+  }
+  ~LogCapture() {
+    auto& sinks = util::log().sinks();
+    sinks.erase(std::find(sinks.begin(), sinks.end(), m_sink));
+  }
+  std::string text() const { return m_out.str(); }
+
+ private:
+  std::ostringstream m_out;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> m_sink;
 };
 
 PermissionSet perms(std::initializer_list<Permission> ps) {
@@ -252,6 +281,197 @@ TEST_F(HookBusTest, SessionEndAsksEveryHandlerConcurrentlyAndFoldsInOrder) {
   EXPECT_TRUE(std::holds_alternative<hr::Continue>(*r));
   EXPECT_EQ(a->calls + b->calls + hung->calls, 3);
   EXPECT_EQ(a->last.at("session_id"), "sess-1");
+}
+
+// Suspension: a short bus deadline makes the timeouts, a clock of the test's own drives
+// the interval.
+class HookSuspensionTest : public ::testing::Test {
+ protected:
+  HookResult emit(HookEvent e) { return *testing::run_bounded(io, bus.emit(std::move(e))); }
+  HookResult emit_concurrent(HookEvent e) { return *testing::run_bounded(io, bus.emit_concurrent(std::move(e))); }
+  std::shared_ptr<ScriptedHandler> add(std::string id, HookResult answer, HookSubscription s, PermissionSet p,
+                                       bool hang = false) {
+    auto h = std::make_shared<ScriptedHandler>(std::move(id), std::move(answer), hang);
+    EXPECT_TRUE(bus.subscribe(h, std::move(s), p));
+    return h;
+  }
+  HookEvent bash() { return tool_event(HookKind::before_tool_call, "bash", "{}"); }
+  // Emits `n` events that the hung handler lets time out.
+  void time_out(int n) {
+    for (int i = 0; i < n; ++i) emit(bash());
+  }
+
+  asio::io_context io;
+  std::chrono::steady_clock::time_point now{std::chrono::hours(1)};
+  HookBus bus{std::chrono::milliseconds(20), [this] { return now; }};
+  const PermissionSet intercept = perms({Permission::tools_intercept});
+};
+
+TEST_F(HookSuspensionTest, ThreeTimeoutsInARowSuspendTheSubscriptionWithAWarning) {
+  LogCapture log;
+  auto hung = add("x", hr::Block{"late"}, sub(HookKind::before_tool_call), intercept, true);
+  time_out(2);
+  EXPECT_FALSE(bus.has_suspended("x"));
+  EXPECT_TRUE(bus.suspended_for("x").empty());
+  time_out(1);
+  EXPECT_EQ(hung->calls, 3);
+  EXPECT_TRUE(bus.has_suspended("x"));
+  const auto listed = bus.suspended_for("x");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].subscription.kind, HookKind::before_tool_call);
+  EXPECT_EQ(listed[0].subscription.tool, std::nullopt);
+  EXPECT_EQ(listed[0].until, now + k_hook_suspend_interval);
+  EXPECT_EQ(listed[0].retry_in, std::chrono::milliseconds(30'000));
+  EXPECT_EQ(listed[0].consecutive_timeouts, 3u);
+  EXPECT_NE(log.text().find("hook before_tool_call of extension 'x' did not answer 3 times in a row; "
+                            "suspended for 30 s"),
+            std::string::npos)
+      << log.text();
+}
+
+TEST_F(HookSuspensionTest, WhileSuspendedTheHandlerIsNotAskedAndTheChainGoesOn) {
+  auto hung = add("x", hr::Block{"late"}, sub(HookKind::before_tool_call), intercept, true);
+  auto next = add("y", hr::Block{"next"}, sub(HookKind::before_tool_call), intercept);
+  time_out(3);
+  now += k_hook_suspend_interval - std::chrono::milliseconds(1);
+  for (int i = 0; i < 2; ++i) {
+    auto r = emit(bash());
+    ASSERT_TRUE(std::holds_alternative<hr::Block>(r));
+    EXPECT_EQ(std::get<hr::Block>(r).reason, "next");
+  }
+  EXPECT_EQ(hung->calls, 3);
+  EXPECT_EQ(next->calls, 5);
+  EXPECT_TRUE(bus.has_suspended("x"));
+  EXPECT_FALSE(bus.has_suspended("y"));
+}
+
+TEST_F(HookSuspensionTest, AfterTheIntervalOneEventProbesAndATimeoutSuspendsAgain) {
+  LogCapture log;
+  auto hung = add("x", hr::Block{"late"}, sub(HookKind::before_tool_call), intercept, true);
+  time_out(3);
+  now += k_hook_suspend_interval;
+  emit(bash());
+  EXPECT_EQ(hung->calls, 4);  // the probe
+  ASSERT_TRUE(bus.has_suspended("x"));
+  const auto listed = bus.suspended_for("x");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].until, now + k_hook_suspend_interval);
+  EXPECT_EQ(listed[0].consecutive_timeouts, 4u);
+  EXPECT_NE(log.text().find("did not answer 4 times in a row; suspended for 30 s"), std::string::npos) << log.text();
+  emit(bash());
+  EXPECT_EQ(hung->calls, 4);
+}
+
+TEST_F(HookSuspensionTest, AnAnsweredProbeResumesAndTheCountStartsOver) {
+  auto hung = add("x", hr::Block{"awake"}, sub(HookKind::before_tool_call), intercept, true);
+  time_out(3);
+  now += k_hook_suspend_interval;
+  hung->hangs = nullptr;
+  auto r = emit(bash());
+  ASSERT_TRUE(std::holds_alternative<hr::Block>(r));
+  EXPECT_EQ(std::get<hr::Block>(r).reason, "awake");
+  EXPECT_FALSE(bus.has_suspended("x"));
+  emit(bash());
+  EXPECT_EQ(hung->calls, 5);
+  hung->hangs = [](const HookEvent&) { return true; };
+  time_out(2);
+  EXPECT_FALSE(bus.has_suspended("x"));
+  time_out(1);
+  EXPECT_TRUE(bus.has_suspended("x"));
+}
+
+TEST_F(HookSuspensionTest, AnAnswerOfAnyKindIsNotATimeout) {
+  // The third event gets an answer the kind does not allow: ignored, but an answer.
+  auto h = add("x", hr::Inject{"not for tools"}, sub(HookKind::before_tool_call), intercept);
+  h->hangs = [&h](const HookEvent&) { return h->calls != 3; };
+  time_out(5);
+  EXPECT_EQ(h->calls, 5);
+  EXPECT_FALSE(bus.has_suspended("x"));
+  time_out(1);
+  EXPECT_TRUE(bus.has_suspended("x"));
+}
+
+TEST_F(HookSuspensionTest, OtherSubscriptionsOfTheSameExtensionAreUnaffected) {
+  auto h = std::make_shared<ScriptedHandler>("x", hr::Continue{});
+  h->hangs = [](const HookEvent& e) { return e.kind == HookKind::before_tool_call && e.tool_name == "bash"; };
+  ASSERT_TRUE(bus.subscribe(h, sub(HookKind::before_tool_call, "bash"), intercept));
+  ASSERT_TRUE(bus.subscribe(h, sub(HookKind::before_tool_call, "ls"), intercept));
+  ASSERT_TRUE(bus.subscribe(h, sub(HookKind::after_tool_call), intercept));
+  time_out(3);
+  const auto listed = bus.suspended_for("x");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].subscription.tool, std::optional<std::string>("bash"));
+  emit(bash());
+  EXPECT_EQ(h->calls, 3);
+  emit(tool_event(HookKind::before_tool_call, "ls", "{}"));
+  emit(tool_event(HookKind::after_tool_call, "bash", "{}"));
+  EXPECT_EQ(h->calls, 5);
+  EXPECT_EQ(h->calls_by_kind[HookKind::after_tool_call], 1);
+  EXPECT_EQ(bus.suspended_for("x").size(), 1u);
+}
+
+TEST_F(HookSuspensionTest, TheRemainingChainKeepsItsOrder) {
+  const auto llm = perms({Permission::privacy_llm_content});
+  auto first = add("a", hr::Inject{"one"}, sub(HookKind::before_message), llm);
+  auto hung = add("b", hr::Inject{"two"}, sub(HookKind::before_message), llm, true);
+  auto third = add("c", hr::Inject{"three"}, sub(HookKind::before_message), llm);
+  HookEvent e;
+  e.kind = HookKind::before_message;
+  for (int i = 0; i < 5; ++i) {
+    auto r = emit(e);
+    ASSERT_TRUE(std::holds_alternative<hr::Inject>(r));
+    EXPECT_EQ(std::get<hr::Inject>(r).content, "one\n\nthree");
+  }
+  EXPECT_EQ(hung->calls, 3);
+  EXPECT_EQ(first->calls, 5);
+  EXPECT_EQ(third->calls, 5);
+}
+
+TEST_F(HookSuspensionTest, TheConcurrentEmitSkipsASuspendedSubscriptionToo) {
+  const auto life = perms({Permission::session_lifecycle});
+  auto hung = add("x", hr::Continue{}, sub(HookKind::on_session_end), life, true);
+  auto other = add("y", hr::Continue{}, sub(HookKind::on_session_end), life);
+  HookEvent e;
+  e.kind = HookKind::on_session_end;
+  for (int i = 0; i < 3; ++i) emit_concurrent(e);
+  EXPECT_TRUE(bus.has_suspended("x"));
+  emit_concurrent(e);
+  EXPECT_EQ(hung->calls, 3);
+  EXPECT_EQ(other->calls, 4);
+  now += k_hook_suspend_interval;
+  emit_concurrent(e);
+  EXPECT_EQ(hung->calls, 4);
+  EXPECT_TRUE(bus.has_suspended("x"));
+}
+
+TEST_F(HookSuspensionTest, AProbeWhoseEmitIsAbandonedLeavesTheNextEventToProbe) {
+  using namespace asio::experimental::awaitable_operators;
+  auto hung = add("x", hr::Block{"late"}, sub(HookKind::before_tool_call), intercept, true);
+  time_out(3);
+  now += k_hook_suspend_interval;
+  auto abandoned = [&]() -> asio::awaitable<void> {
+    asio::steady_timer soon(co_await asio::this_coro::executor, std::chrono::milliseconds(1));
+    co_await (bus.emit(bash()) || soon.async_wait(asio::use_awaitable));
+  };
+  ASSERT_TRUE(testing::run_bounded(io, abandoned()));
+  EXPECT_EQ(hung->calls, 4);
+  EXPECT_EQ(bus.suspended_for("x").at(0).consecutive_timeouts, 3u);  // no timeout counted
+  emit(bash());
+  EXPECT_EQ(hung->calls, 5);  // probed again
+  EXPECT_TRUE(bus.has_suspended("x"));
+}
+
+TEST_F(HookSuspensionTest, UnsubscribingForgetsTheSuspension) {
+  auto hung = std::make_shared<ScriptedHandler>("x", hr::Continue{}, true);
+  ASSERT_TRUE(bus.subscribe(hung, sub(HookKind::before_tool_call), intercept));
+  time_out(3);
+  ASSERT_TRUE(bus.has_suspended("x"));
+  bus.unsubscribe_all("x");
+  EXPECT_FALSE(bus.has_suspended("x"));
+  ASSERT_TRUE(bus.subscribe(hung, sub(HookKind::before_tool_call), intercept));
+  EXPECT_FALSE(bus.has_suspended("x"));
+  emit(bash());
+  EXPECT_EQ(hung->calls, 4);
 }
 
 TEST(HookActions, AllowedActionNamesFollowTheReferenceOrder) {
