@@ -1,10 +1,9 @@
 #include "host/config_resolution.hpp"
 
-#include <boost/json/serialize.hpp>
-
 #include "store/config_store.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
+#include "wire/json.hpp"
 
 namespace exthost::host {
 namespace {
@@ -56,7 +55,7 @@ Result<void> validate_key(const std::string& id, const std::string& key) {
 
 std::string shown(const boost::json::value& v) {
   if (const auto* s = v.if_string()) return std::string(*s);
-  return boost::json::serialize(v);
+  return wire::to_json(v);
 }
 
 }  // namespace

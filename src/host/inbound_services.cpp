@@ -4,7 +4,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 
 #include "store/config_store.hpp"
 #include "util/log.hpp"
@@ -160,7 +159,7 @@ asio::awaitable<InboundReply> InboundServices::memory_append(boost::json::value 
     }
   }
   if (const auto* meta = o.if_contains("meta"); meta != nullptr && !meta->is_null()) {
-    record.meta_json = boost::json::serialize(*meta);
+    record.meta_json = wire::to_json(*meta);
   }
   record.timestamp_ms = store::now_ms();
   const std::uint64_t timestamp = record.timestamp_ms;
