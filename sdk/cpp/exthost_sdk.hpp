@@ -23,6 +23,7 @@
 
 #include <boost/json.hpp>
 #include <cerrno>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -274,6 +275,9 @@ class Extension {
   }
 
   void send(const json::value& message) {
+    // Boost.JSON would write an infinity or a NaN as a bare word, which the host refuses as
+    // invalid JSON (and restarts the extension): refuse it here instead, as an error.
+    if (!finite_numbers(message)) throw ExtensionError("message holds a number JSON cannot carry (infinite or NaN)");
     const std::string body = json::serialize(message);
     if (body.size() > k_max_frame_body) throw ExtensionError("frame exceeds the host's 4 MiB cap");
     const std::string frame = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -288,6 +292,22 @@ class Extension {
   }
 
  private:
+  // Whether every number in `v` is finite, so that JSON can carry it.
+  static bool finite_numbers(const json::value& v) {
+    if (const double* d = v.if_double()) return std::isfinite(*d);
+    if (const auto* a = v.if_array()) {
+      for (const auto& item : *a) {
+        if (!finite_numbers(item)) return false;
+      }
+    }
+    if (const auto* o = v.if_object()) {
+      for (const auto& [key, item] : *o) {
+        if (!finite_numbers(item)) return false;
+      }
+    }
+    return true;
+  }
+
   struct Pending {
     json::value id;
     std::string method;

@@ -255,13 +255,13 @@ class Extension:
             call = Call(self, request_id, method, params)
             try:
                 result = self._dispatch(call)
+                # Inside the try: a result that cannot be sent is answered as an error.
+                self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
             except ExtensionError as e:
                 self._reply_error(request_id, e.code, e.message)
             except Exception as e:  # a bug in a handler must not kill the extension
                 log("exthost_sdk: %s failed: %r" % (method, e))
                 self._reply_error(request_id, -32000, "%s failed: %s" % (method, e))
-            else:
-                self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
             finally:
                 with self._cancel_lock:
                     self._cancelled.discard(_key(request_id))
@@ -359,7 +359,12 @@ class Extension:
         return json.loads(body)
 
     def _send(self, message):
-        body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+        # allow_nan=False: json.dumps would otherwise write Infinity or NaN, which are not
+        # JSON, and the host would refuse the whole frame.
+        try:
+            body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        except ValueError as e:
+            raise ExtensionError("message cannot be sent as JSON: %s" % e)
         if len(body) > MAX_FRAME_BODY:
             raise ExtensionError("frame of %d bytes exceeds the host's 4 MiB cap" % len(body))
         with self._write_lock:

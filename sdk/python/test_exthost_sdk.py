@@ -97,6 +97,10 @@ def make_extension(stdin, stdout):
             return {"action": "block", "reason": "no"}
         return None
 
+    @ext.tool("infinite", "Answers a number JSON cannot carry", {})
+    def infinite(call):
+        return {"value": float("inf")}
+
     @ext.command("report")
     def report(call, args):
         ext.task_start("t1", "Counting", "work")
@@ -125,7 +129,7 @@ class SdkTest(unittest.TestCase):
         self.assertEqual(reply["id"], 1)
         caps = reply["result"]["capabilities"]
         self.assertEqual(reply["result"]["protocol_version"], 1)
-        self.assertEqual([t["name"] for t in caps["tools"]], ["echo", "remember", "wait_cancel", "boom"])
+        self.assertEqual([t["name"] for t in caps["tools"]], ["echo", "remember", "wait_cancel", "boom", "infinite"])
         self.assertTrue(caps["cancellation"])
         self.assertTrue(caps["hooks"])
         self.assertEqual(self.h.ext.config, {"k": "v"})
@@ -140,6 +144,16 @@ class SdkTest(unittest.TestCase):
         self.assertEqual(self.h.read()["error"], {"code": -32000, "message": "it broke"})
         self.h.request(10, "no.such.method", {})
         self.assertEqual(self.h.read()["error"], {"code": -32601, "message": "method not found: no.such.method"})
+
+    def test_a_result_with_a_non_finite_number_is_answered_as_an_error(self):
+        self.initialize()
+        self.h.request(11, "tool.call", {"name": "infinite", "input": {}})
+        error = self.h.read()["error"]
+        self.assertEqual(error["code"], -32000)
+        self.assertTrue(error["message"].startswith("message cannot be sent as JSON: Out of range float values"),
+                        error["message"])
+        self.h.request(12, "tool.call", {"name": "echo", "input": {"text": "after"}})
+        self.assertEqual(self.h.read()["result"], {"content": "echo: after"})
 
     def test_frames_split_at_every_byte_are_read_whole(self):
         body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tool.call",

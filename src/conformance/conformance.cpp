@@ -20,6 +20,7 @@
 #include "protocol/initialize.hpp"
 #include "util/text.hpp"
 #include "wire/frame_parser.hpp"
+#include "wire/json.hpp"
 
 namespace exthost {
 namespace json = boost::json;
@@ -55,7 +56,7 @@ class Session {
 
   // Writes a request in pieces: the header split mid-line, the body in two parts.
   bool send_in_pieces(const json::value& message) {
-    const std::string body = json::serialize(message);
+    const std::string body = wire::to_json(message);
     const std::string header = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
     const std::size_t cut = body.size() / 2;
     for (std::string_view piece : {std::string_view(header).substr(0, 7), std::string_view(header).substr(7),
@@ -66,7 +67,7 @@ class Session {
     return true;
   }
   bool send(const json::value& message) {
-    const std::string body = json::serialize(message);
+    const std::string body = wire::to_json(message);
     return write_all("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
   }
 
@@ -167,13 +168,13 @@ class Session {
     const std::string body(*step.body);
     m_pending.erase(0, step.consumed);
     m_largest = std::max(m_largest, body.size());
-    boost::system::error_code ec;
-    auto v = json::parse(body, ec);
-    if (ec) {
-      m_framing_error = "a frame body is not JSON: " + ec.message();
+    wire::JsonParser json_parser;  // the host's own limits: depth, numbers in range
+    auto v = json_parser.parse(body);
+    if (!v) {
+      m_framing_error = "a frame body is not JSON: " + v.error().message;
       return json::value(nullptr);
     }
-    return v;
+    return std::move(v).value();
   }
 
   process::Launched m_child;

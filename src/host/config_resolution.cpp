@@ -1,9 +1,9 @@
 #include "host/config_resolution.hpp"
 
-#include <boost/json/serialize.hpp>
-
 #include "store/config_store.hpp"
+#include "util/log.hpp"
 #include "util/text.hpp"
+#include "wire/json.hpp"
 
 namespace exthost::host {
 namespace {
@@ -13,32 +13,35 @@ struct Found {
   std::optional<boost::json::value> value;
 };
 
-// The first source with a value, in the documented order.
-Found find_value(const std::string& id, const ConfigEntry& e, const ConfigSources& s) {
+// The first source with a value, in the documented order. Error: a config file on the way
+// exists but is refused (store::find_config_value's texts).
+Result<Found> find_value(const std::string& id, const ConfigEntry& e, const ConfigSources& s) {
   auto env = [&](const std::string& name) -> std::optional<std::string> {
     return s.env ? s.env(name) : std::nullopt;
   };
   if (e.from_project_root) {
     // Trusted host state only: an environment variable or a file must never name it.
-    if (s.project_root) return {{ConfigSourceKind::host_context, {}}, boost::json::value(*s.project_root)};
-    return {{ConfigSourceKind::missing, {}}, std::nullopt};
+    if (s.project_root) return Found{{ConfigSourceKind::host_context, {}}, boost::json::value(*s.project_root)};
+    return Found{{ConfigSourceKind::missing, {}}, std::nullopt};
   }
   for (const char* prefix : {"EXTHOST_", "SYNAPS_"}) {
     const std::string name = env_override_name(prefix, id, e.key);
-    if (auto v = env(name)) return {{ConfigSourceKind::env_override, name}, boost::json::value(*v)};
+    if (auto v = env(name)) return Found{{ConfigSourceKind::env_override, name}, boost::json::value(*v)};
   }
   if (e.secret_env) {
-    if (auto v = env(*e.secret_env)) return {{ConfigSourceKind::secret_env, *e.secret_env}, boost::json::value(*v)};
+    if (auto v = env(*e.secret_env)) return Found{{ConfigSourceKind::secret_env, *e.secret_env}, boost::json::value(*v)};
   }
-  if (auto v = store::read_config_value(s.plugin_config_file, e.key)) {
-    return {{ConfigSourceKind::plugin_config, {}}, boost::json::value(*v)};
-  }
+  // The plugin's store sits in the plugin's directory and exthost only ever renames a file
+  // into place there, so a link in its place is not followed.
+  auto own = store::find_config_value(s.plugin_config_file, e.key, util::Symlinks::refuse);
+  if (!own) return std::move(own).error();
+  if (*own) return Found{{ConfigSourceKind::plugin_config, {}}, boost::json::value(**own)};
   const std::string legacy = "extension." + id + "." + e.key;
-  if (auto v = store::read_config_value(s.host_config_file, legacy)) {
-    return {{ConfigSourceKind::legacy_config_key, legacy}, boost::json::value(*v)};
-  }
-  if (e.default_value) return {{ConfigSourceKind::default_value, {}}, *e.default_value};
-  return {{ConfigSourceKind::missing, {}}, std::nullopt};
+  auto host = store::find_config_value(s.host_config_file, legacy);
+  if (!host) return std::move(host).error();
+  if (*host) return Found{{ConfigSourceKind::legacy_config_key, legacy}, boost::json::value(**host)};
+  if (e.default_value) return Found{{ConfigSourceKind::default_value, {}}, *e.default_value};
+  return Found{{ConfigSourceKind::missing, {}}, std::nullopt};
 }
 
 Result<void> validate_key(const std::string& id, const std::string& key) {
@@ -52,7 +55,7 @@ Result<void> validate_key(const std::string& id, const std::string& key) {
 
 std::string shown(const boost::json::value& v) {
   if (const auto* s = v.if_string()) return std::string(*s);
-  return boost::json::serialize(v);
+  return wire::to_json(v);
 }
 
 }  // namespace
@@ -91,9 +94,12 @@ Result<boost::json::object> resolve_config(const std::string& id, const std::vec
   boost::json::object config;
   for (const auto& e : entries) {
     if (auto valid = validate_key(id, e.key); !valid) return std::move(valid).error();
-    Found found = find_value(id, e, sources);
-    if (found.value) {
-      config[e.key] = std::move(*found.value);
+    auto found = find_value(id, e, sources);
+    if (!found) {
+      return Error::manifest("Extension '" + id + "' cannot resolve config '" + e.key + "': " + found.error().message);
+    }
+    if (found->value) {
+      config[e.key] = std::move(*found->value);
       continue;
     }
     if (!e.required) continue;
@@ -112,10 +118,17 @@ ConfigDiagnostics diagnose_config(const std::string& id, const std::vector<Confi
   ConfigDiagnostics d;
   d.extension_id = id;
   for (const auto& e : entries) {
-    Found found = find_value(id, e, sources);
-    ConfigEntryDiagnostic entry{e.key, e.description, e.required, found.source, found.value.has_value(), std::nullopt};
-    if (found.value) {
-      const std::string text = shown(*found.value);
+    auto found = find_value(id, e, sources);
+    if (!found) {
+      // Resolution would fail on this entry: no value, and the reason beside the entries.
+      util::log().warn("extension '{}' config '{}': {}", id, e.key, found.error().message);
+      d.file_errors.push_back(found.error().message);
+      d.entries.push_back(ConfigEntryDiagnostic{e.key, e.description, e.required, {}, false, std::nullopt});
+      continue;
+    }
+    ConfigEntryDiagnostic entry{e.key, e.description, e.required, found->source, found->value.has_value(), std::nullopt};
+    if (found->value) {
+      const std::string text = shown(*found->value);
       entry.display_value = e.secret_env ? redact_secret_value(text) : text;
     }
     d.entries.push_back(std::move(entry));

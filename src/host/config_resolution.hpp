@@ -8,7 +8,10 @@
 //   3. the plugin's config store, <home>/plugins/<id>/config;
 //   4. the host config file's "extension.<id>.<key>";
 //   5. the declared default;
-// then a required entry without a value fails the load, and an optional one is omitted.
+// then a required entry without a value fails the load, and an optional one is omitted. A
+// config file that exists but is refused (not a regular file, over
+// store::k_max_config_file_bytes, a link in place of the plugin's own store) fails the
+// resolution of the entry that reads it: the configuration is never guessed.
 // Values from the environment and the files are strings. Resolved values live only in
 // memory: they go to the extension inside initialize.params.config and nowhere else, and
 // values of entries that declare `secret_env` are shown redacted.
@@ -74,16 +77,24 @@ struct ConfigDiagnostics {
   std::vector<ConfigEntryDiagnostic> entries;
   // Keys a registered provider requires that no entry supplies: (provider id, key).
   std::vector<std::pair<std::string, std::string>> provider_missing;
+  // Why a config file was refused, once per entry it left without a value.
+  std::vector<std::string> file_errors;
 };
+
+// Both functions below block on the disk (they read the config files); they share no
+// state, so any thread may call them.
 
 // The object sent as initialize.params.config. Errors (kind manifest):
 // "Extension '<id>' declares config with empty key",
 // "Extension '<id>' config key '<key>' must not contain dots, slashes, or spaces",
-// "Extension '<id>' missing required config '<key>': <hint>".
+// "Extension '<id>' missing required config '<key>': <hint>",
+// "Extension '<id>' cannot resolve config '<key>': config io error: <file> is not a regular
+// file (a FIFO)" (and the other refusals of store::find_config_value).
 Result<boost::json::object> resolve_config(const std::string& id, const std::vector<ConfigEntry>& entries,
                                            const ConfigSources& sources);
 
-// Where each entry's value comes from, without failing on missing values.
+// Where each entry's value comes from, without failing on missing values; an entry whose
+// config file is refused has no value and the refusal is in `file_errors` (and logged).
 ConfigDiagnostics diagnose_config(const std::string& id, const std::vector<ConfigEntry>& entries,
                                   const ConfigSources& sources,
                                   const std::vector<std::pair<std::string, std::vector<std::string>>>& provider_required);

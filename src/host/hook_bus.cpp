@@ -7,11 +7,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json/serialize.hpp>
 
 #include "rpc/event.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
+#include "wire/json.hpp"
 
 namespace exthost::host {
 namespace asio = boost::asio;
@@ -92,7 +92,7 @@ bool subscription_matches(const HookSubscription& sub, const protocol::HookEvent
   }
   const boost::json::value input = event.tool_input ? *event.tool_input : boost::json::value(nullptr);
   if (sub.input_equals && *sub.input_equals != input) return false;
-  if (sub.input_contains && boost::json::serialize(input).find(*sub.input_contains) == std::string::npos) return false;
+  if (sub.input_contains && wire::to_json(input).find(*sub.input_contains) == std::string::npos) return false;
   return true;
 }
 

@@ -4,7 +4,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 
 #include "store/config_store.hpp"
 #include "util/log.hpp"
@@ -92,12 +91,13 @@ asio::awaitable<Result<std::vector<store::MemoryRecord>>> query_on_worker(std::s
   co_return (*s)->query(query);
 }
 
-asio::awaitable<std::optional<std::string>> read_on_worker(std::filesystem::path file, std::string key) {
-  co_return store::read_config_value(file, key);
+// The plugin's store is never followed through a link (see config_resolution).
+asio::awaitable<Result<std::optional<std::string>>> read_on_worker(std::filesystem::path file, std::string key) {
+  co_return store::find_config_value(file, key, util::Symlinks::refuse);
 }
 
 asio::awaitable<Result<void>> write_on_worker(std::filesystem::path file, std::string key, std::string value) {
-  co_return store::write_config_value(file, key, value);
+  co_return store::write_config_value(file, key, value, util::Symlinks::refuse);
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ asio::awaitable<InboundReply> InboundServices::memory_append(boost::json::value 
     }
   }
   if (const auto* meta = o.if_contains("meta"); meta != nullptr && !meta->is_null()) {
-    record.meta_json = boost::json::serialize(*meta);
+    record.meta_json = wire::to_json(*meta);
   }
   record.timestamp_ms = store::now_ms();
   const std::uint64_t timestamp = record.timestamp_ms;
@@ -206,8 +206,9 @@ asio::awaitable<InboundReply> InboundServices::config_get(boost::json::value par
   // Read with the key as sent, as the reference does.
   auto value = co_await asio::co_spawn(m_workers, read_on_worker(m_plugin_config_file, std::string(*key)),
                                        asio::use_awaitable);
+  if (!value) co_return InboundReply::error(k_storage_failure, value.error().message);
   boost::json::object result;
-  result["value"] = value ? boost::json::value(*value) : boost::json::value(nullptr);
+  result["value"] = *value ? boost::json::value(**value) : boost::json::value(nullptr);
   co_return InboundReply::ok(std::move(result));
 }
 

@@ -2,7 +2,6 @@
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 #include <cmath>
 
 #include "wire/json.hpp"
@@ -37,7 +36,7 @@ json::object tool_object(const ToolInfo& t) {
 
 }  // namespace
 
-std::string to_json_text(const ToolInfo& tool) { return json::serialize(tool_object(tool)); }
+std::string to_json_text(const ToolInfo& tool) { return wire::to_json(tool_object(tool)); }
 
 std::string to_json_text(const ExtensionInfo& info) {
   json::object o;
@@ -78,7 +77,7 @@ std::string to_json_text(const ExtensionInfo& info) {
   put("cpu_seconds", info.limits.cpu_seconds);
   o["limits"] = std::move(limits);
   o["contained_by_cgroup"] = info.contained_by_cgroup;
-  return json::serialize(o);
+  return wire::to_json(o);
 }
 
 std::string to_json_text(const ExtensionStats& s) {
@@ -106,7 +105,7 @@ std::string to_json_text(const ExtensionStats& s) {
                  {"health", std::string(to_string(s.health))},
                  {"stderr_tail", s.stderr_tail},
                  {"last_exit", s.last_exit}};
-  return json::serialize(o);
+  return wire::to_json(o);
 }
 
 std::string to_json_text(const CommandOutput& out) {
@@ -127,16 +126,16 @@ std::string to_json_text(const CommandOutput& out) {
                                            {"saw_done", c.saw_done}}},
                  {"notice", optional_text(out.limit_notice)},
                  {"notice_is_error", out.limit_notice_is_error}};
-  return json::serialize(o);
+  return wire::to_json(o);
 }
 
 std::string to_json_text(const DiscoveryReport& report) {
   json::array loaded(report.loaded.begin(), report.loaded.end());
   json::array failed;
   for (const auto& f : report.failed) failed.push_back(failure_object(f));
-  return json::serialize(json::object{{"loaded", std::move(loaded)}, {"failed", std::move(failed)}});
+  return wire::to_json(json::object{{"loaded", std::move(loaded)}, {"failed", std::move(failed)}});
 }
 
-std::string to_json_text(const LoadFailure& failure) { return json::serialize(failure_object(failure)); }
+std::string to_json_text(const LoadFailure& failure) { return wire::to_json(failure_object(failure)); }
 
 }  // namespace exthost

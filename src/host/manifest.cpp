@@ -2,10 +2,9 @@
 
 #include <boost/json/object.hpp>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 
 #include "host/limits_policy.hpp"
+#include "util/bounded_file.hpp"
 #include "util/text.hpp"
 #include "wire/json.hpp"
 
@@ -130,12 +129,11 @@ bool valid_hex_colour(std::string_view v) {
 
 Result<std::optional<Manifest>> read_manifest(const fs::path& plugin_dir) {
   const fs::path path = plugin_dir / k_manifest_path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::manifest("Failed to read plugin manifest: " + util::os_error_text(errno ? errno : ENOENT));
-  std::stringstream buf;
-  buf << in.rdbuf();
+  auto text = util::read_bounded_file(path, k_max_manifest_bytes);
+  if (!text) return Error::manifest("Failed to read plugin manifest: " + text.error().message);
+  if (!text->has_value()) return Error::manifest("Failed to read plugin manifest: " + util::os_error_text(ENOENT));
   wire::JsonParser parser;
-  auto doc = parser.parse(buf.str());
+  auto doc = parser.parse(**text);
   if (!doc) return Error::manifest("Invalid plugin manifest JSON: " + doc.error().message);
   const auto* root = doc->if_object();
   if (root == nullptr) return Error::manifest("Invalid plugin manifest JSON: expected an object");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/json/value.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -21,6 +22,10 @@ namespace exthost::host {
 
 // Where a plugin declares itself, relative to its directory.
 inline constexpr const char* k_manifest_path = ".synaps-plugin/plugin.json";
+
+// The largest manifest read: real ones are a few KiB; the cap bounds what a plugin
+// directory can make the host hold.
+inline constexpr std::size_t k_max_manifest_bytes = 1024 * 1024;
 
 // A hook subscription: which hook, optionally only for one tool, optionally only when the
 // tool input matches (SPEC §5.1.4).
@@ -53,10 +58,12 @@ struct Manifest {
 };
 
 // Reads and validates <dir>/.synaps-plugin/plugin.json. nullopt: the plugin declares no
-// extension. Errors: "Failed to read plugin manifest: …", "Invalid plugin manifest JSON: …",
+// extension. Errors: "Failed to read plugin manifest: …" (missing, not a regular file, over
+// k_max_manifest_bytes, unreadable), "Invalid plugin manifest JSON: …",
 // "Failed to parse extension manifest: …", then the reference's validation in its order
 // (SPEC §5.3.3 steps 1–7): deferred declarations, protocol version, empty command, nothing
 // to do, theme tokens, permissions, hooks.
+// Blocks on the disk only (never on a FIFO); no shared state, so any thread may call it.
 Result<std::optional<Manifest>> read_manifest(const std::filesystem::path& plugin_dir);
 
 // The program to run: absolute as is; a bare name stays bare (looked up in PATH at spawn);

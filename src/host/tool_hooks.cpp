@@ -1,9 +1,8 @@
 #include "host/tool_hooks.hpp"
 
-#include <boost/json/serialize.hpp>
-
 #include "util/log.hpp"
 #include "util/text.hpp"
+#include "wire/json.hpp"
 
 namespace exthost::host {
 namespace hr = protocol::hook_result;
@@ -20,7 +19,7 @@ std::string tool_output_text(const boost::json::value& result) {
   if (const auto* o = result.if_object()) {
     if (const auto* c = o->if_contains("content"); c != nullptr && c->is_string()) return std::string(c->get_string());
   }
-  return boost::json::serialize(result);
+  return wire::to_json(result);
 }
 
 BeforeToolDecision resolve_before_tool_call(const protocol::HookResult& answer, boost::json::value original_input,

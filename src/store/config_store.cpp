@@ -6,20 +6,17 @@
 
 #include <atomic>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 
+#include "util/log.hpp"
 #include "util/text.hpp"
 
 namespace exthost::store {
 namespace {
 
-std::optional<std::string> read_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+Result<std::optional<std::string>> read_file(const std::filesystem::path& file, util::Symlinks links) {
+  auto text = util::read_bounded_file(file, k_max_config_file_bytes, links);
+  if (!text) return Error::internal("config io error: " + text.error().message);
+  return text;
 }
 
 // The key of a pair line, or nullopt for blank lines, comments and lines without '='.
@@ -63,20 +60,32 @@ std::vector<std::pair<std::string, std::string>> parse_config_text(std::string_v
   return pairs;
 }
 
-std::optional<std::string> read_config_value(const std::filesystem::path& file, std::string_view key) {
-  auto text = read_file(file);
-  if (!text) return std::nullopt;
-  for (auto& [k, v] : parse_config_text(*text)) {
-    if (k == key) return std::move(v);
+Result<std::optional<std::string>> find_config_value(const std::filesystem::path& file, std::string_view key,
+                                                     util::Symlinks links) {
+  auto text = read_file(file, links);
+  if (!text) return std::move(text).error();
+  if (!text->has_value()) return std::optional<std::string>();
+  for (auto& [k, v] : parse_config_text(**text)) {
+    if (k == key) return std::optional<std::string>(std::move(v));
   }
+  return std::optional<std::string>();
+}
+
+std::optional<std::string> read_config_value(const std::filesystem::path& file, std::string_view key) {
+  auto value = find_config_value(file, key);
+  if (value) return std::move(value).value();
+  util::log().warn("{}; read as if absent", value.error().message);
   return std::nullopt;
 }
 
-Result<void> write_config_value(const std::filesystem::path& file, std::string_view key, std::string_view value) {
+Result<void> write_config_value(const std::filesystem::path& file, std::string_view key, std::string_view value,
+                                util::Symlinks links) {
   std::error_code ec;
   std::filesystem::create_directories(file.parent_path(), ec);
   if (ec) return io_error(file.parent_path(), "cannot create", ec.value());
-  const std::string old_text = read_file(file).value_or(std::string());
+  auto old = read_file(file, links);
+  if (!old) return std::move(old).error();
+  const std::string old_text = std::move(old).value().value_or(std::string());
   const std::string replacement = std::string(key) + " = " + std::string(util::trim(value));
   std::string text;
   bool replaced = false;

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "util/bounded_file.hpp"
 #include "util/text.hpp"
 
 namespace exthost::store {
@@ -126,9 +127,19 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(const std::filesystem::pa
   }
   // The file is created 0600 whatever the umask (records may hold anything an extension saw;
   // SQLite gives its -wal and -shm files the same mode), and a symlink in its place is refused.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  // O_NONBLOCK and the type check: SQLite would otherwise block reading a FIFO put there.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
   if (fd < 0) return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(errno));
+  struct stat st {};
+  const int stat_err = ::fstat(fd, &st) == 0 ? 0 : errno;
   ::close(fd);
+  if (stat_err != 0) {
+    return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(stat_err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Error::internal("memory io error: " + path.string() + " is not a regular file (" +
+                           util::file_kind(st.st_mode) + ")");
+  }
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);

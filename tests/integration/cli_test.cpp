@@ -93,6 +93,17 @@ TEST_F(Cli, FailuresExitNonZeroAndNameTheExtension) {
   EXPECT_EQ(run("bogus").exit_code, 2);
 }
 
+TEST_F(Cli, AResultBeyondTheDoubleRangeIsAnErrorNeverInfinity) {
+  manifest("hostile", "huge-number");
+  auto r = run("call " + dir.string() + " attack --json --timeout 5");
+  EXPECT_EQ(r.exit_code, 4) << last_stderr();
+  EXPECT_EQ(r.out, "") << "nothing on stdout, above all not Infinity";
+  EXPECT_NE(last_stderr().find("Parse frame error: number out of range at byte "), std::string::npos) << last_stderr();
+  EXPECT_NE(last_stderr().find(": 1e999"), std::string::npos) << last_stderr();
+  EXPECT_EQ(run(R"(hook )" + dir.string() + R"( before_tool_call '{"n":1e999}')").exit_code, 2) << last_stderr();
+  EXPECT_NE(last_stderr().find("EVENT_JSON holds a number out of range"), std::string::npos) << last_stderr();
+}
+
 TEST_F(Cli, HelpWorks) {
   auto r = run("--help");
   EXPECT_EQ(r.exit_code, 0);

@@ -130,6 +130,17 @@ TEST_F(HostileTest, InvalidUtf8InAStringIsAnError) {
   expect_error(run_attack(host, "bad-utf8").attack, "Parse frame error");
 }
 
+TEST_F(HostileTest, ANumberBeyondTheDoubleRangeIsInvalidJsonNotInfinity) {
+  exthost::Host host(options());
+  const auto out = run_attack(host, "huge-number");
+  expect_error(out.attack, "Parse frame error: number out of range at byte ");
+  expect_error(out.attack, ": 1e999");
+  // Handled like any other invalid frame: the extension is restarted and answers again.
+  auto healthy = host.call_tool("hostile", "echo", "[1]");
+  ASSERT_TRUE(healthy) << healthy.error().message;
+  EXPECT_EQ(*healthy, R"({"content":[1]})");
+}
+
 TEST_F(HostileTest, RepliesToUnknownIdsDuplicatesAndIdTypeConfusionAreDroppedAndCounted) {
   exthost::Host host(options());
   auto out = run_attack(host, "confused-ids");

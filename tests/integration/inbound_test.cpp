@@ -1,5 +1,7 @@
 // Inbound requests from real extensions to the memory and config stores (SPEC §4.6, §8.17).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <map>
 
@@ -93,6 +95,26 @@ TEST_F(InboundTest, AnExtensionWithoutWritePermissionCannotSetConfig) {
   EXPECT_NE(info.error().message.find("config.set failed: permission denied: config.write required"), std::string::npos)
       << info.error().message;
   EXPECT_FALSE(fs::exists(root.path() / "home" / "plugins" / "config-test-ext" / "config"));
+}
+
+TEST_F(InboundTest, AConfigStoreThatIsNotARegularFileIsAStorageErrorNotAWait) {
+  const fs::path store = root.path() / "home" / "plugins" / "config-test-ext" / "config";
+  fs::create_directories(store.parent_path());
+  ASSERT_EQ(::mkfifo(store.c_str(), 0600), 0);
+  auto o = options();
+  o.initialize_timeout = std::chrono::seconds(5);
+  exthost::Host host(o);
+  const std::string refused = "config io error: " + store.string() + " is not a regular file (a FIFO)";
+  auto set = host.load(write_fake_plugin(root.path(), "config-test-ext", {"config"},
+                                         R"({"permissions":["tools.register","config.write","config.subscribe"]})"));
+  auto get = host.load(write_fake_plugin(root.path(), "config-test-ext", {"config", "--no-set"},
+                                         R"({"permissions":["tools.register","config.subscribe"]})"));
+  // Wakes a store worker that would still be waiting on the FIFO, so the host can stop.
+  if (const int fd = ::open(store.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC); fd >= 0) ::close(fd);
+  ASSERT_FALSE(set);
+  EXPECT_NE(set.error().message.find("config.set failed: " + refused), std::string::npos) << set.error().message;
+  ASSERT_FALSE(get);
+  EXPECT_NE(get.error().message.find("config.get failed: " + refused), std::string::npos) << get.error().message;
 }
 
 TEST_F(InboundTest, UnknownInboundMethodsAreNotFound) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 namespace {
@@ -88,6 +89,9 @@ class CppSdk : public ::testing::Test {
     ext.tool("boom", "Fails", json::object{}, [](exthost_sdk::Call&) -> json::value {
       throw exthost_sdk::ExtensionError("it broke");
     });
+    ext.tool("infinite", "Answers a number JSON cannot carry", json::object{}, [](exthost_sdk::Call&) -> json::value {
+      return json::object{{"value", std::numeric_limits<double>::infinity()}};
+    });
     ext.hook("before_tool_call", [](exthost_sdk::Call& call) -> json::value {
       if (json::serialize(call.params().at("tool_input")).find("rm -rf") != std::string::npos) {
         return json::object{{"action", "block"}, {"reason", "no"}};
@@ -114,7 +118,7 @@ TEST_F(CppSdk, InitializeDeclaresToolsHooksAndCancellation) {
   EXPECT_EQ(init.at("id"), 1);
   const auto& caps = init.at("result").at("capabilities").as_object();
   EXPECT_EQ(init.at("result").at("protocol_version"), 1);
-  EXPECT_EQ(caps.at("tools").as_array().size(), 4u);
+  EXPECT_EQ(caps.at("tools").as_array().size(), 5u);
   EXPECT_EQ(caps.at("cancellation"), true);
   EXPECT_EQ(caps.at("hooks"), true);
   EXPECT_EQ(h.ext->plugin_id(), "notes");
@@ -130,6 +134,14 @@ TEST_F(CppSdk, ToolCallsEchoIdsVerbatimAndErrorsAreJsonRpcErrors) {
   EXPECT_EQ(json::serialize(h.read().at("error")), R"({"code":-32000,"message":"it broke"})");
   h.request(10, "no.such.method", json::object{});
   EXPECT_EQ(json::serialize(h.read().at("error")), R"({"code":-32601,"message":"method not found: no.such.method"})");
+}
+
+TEST_F(CppSdk, AResultWithANonFiniteNumberIsAnsweredAsAnErrorNotAsInvalidJson) {
+  h.request(11, "tool.call", json::object{{"name", "infinite"}});
+  EXPECT_EQ(json::serialize(h.read().at("error")),
+            R"x({"code":-32000,"message":"message holds a number JSON cannot carry (infinite or NaN)"})x");
+  h.request(12, "tool.call", json::object{{"name", "echo"}, {"input", {{"text", "after"}}}});
+  EXPECT_EQ(json::serialize(h.read().at("result")), R"({"content":"echo: after"})");
 }
 
 TEST_F(CppSdk, FramesSplitAtEveryByteAreReadWhole) {

@@ -12,6 +12,7 @@
 #include "exthost/json_text.hpp"
 #include "exthost/serve.hpp"
 #include "exthost/version.hpp"
+#include "json_numbers.hpp"
 #include "progress.hpp"
 #include "render.hpp"
 #include "style.hpp"
@@ -149,6 +150,7 @@ int run_hook(const Options& o, const std::string& kind, const std::string& event
     boost::system::error_code ec;
     auto parsed = boost::json::parse(event.empty() ? std::string("{}") : event, ec);
     if (ec || !parsed.is_object()) return fail(Error::usage("hook.handle: EVENT_JSON must be a JSON object"));
+    if (!finite_numbers(parsed)) return fail(Error::usage("hook.handle: EVENT_JSON holds a number out of range"));
     parsed.as_object()["kind"] = kind;
     auto result = host.emit_hook(boost::json::serialize(parsed));
     if (!result) return fail(result.error(), info.id, "hook.handle");

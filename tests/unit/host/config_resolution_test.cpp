@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "../../support/hostile_files.hpp"
 #include "host/home.hpp"
 
 namespace exthost::host {
@@ -165,6 +166,63 @@ TEST(Home, FollowsExthostHomeThenXdgDataHomeThenHome) {
   EXPECT_EQ(resolve_home(lookup), fs::path("/custom"));
   env["EXTHOST_HOME"] = "";
   EXPECT_EQ(resolve_home(lookup), fs::path("/xdg/exthost"));
+}
+
+// A config file that cannot be read safely fails the resolution that needs it: the
+// configuration is never guessed, and the host never waits on it or loads it whole.
+TEST_F(ConfigResolutionTest, AFifoPluginConfigFailsTheResolutionAtOnce) {
+  const auto file = m_dir / "plugins" / "my-ext" / "config";
+  exthost::testing::make_fifo(file);
+  auto r = exthost::testing::read_beside_fifo(file, [&] { return resolve_config("my-ext", {entry("token")}, sources()); });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::manifest);
+  EXPECT_EQ(r.error().message, "Extension 'my-ext' cannot resolve config 'token': config io error: " + file.string() +
+                                   " is not a regular file (a FIFO)");
+}
+
+TEST_F(ConfigResolutionTest, AHostConfigLinkedToDevZeroFailsTheResolution) {
+  exthost::testing::link_to_dev_zero(m_dir / "config");
+  exthost::testing::AddressSpaceHeadroom bounded;
+  auto r = resolve_config("my-ext", {entry("token")}, sources());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "Extension 'my-ext' cannot resolve config 'token': config io error: " +
+                                   (m_dir / "config").string() + " is not a regular file (a character device)");
+}
+
+TEST_F(ConfigResolutionTest, APluginConfigOverTheCapFailsTheResolutionWithTheCap) {
+  const auto file = m_dir / "plugins" / "my-ext" / "config";
+  exthost::testing::write_padded(file, "token = t\n# ", 2 * 1024 * 1024, '#', "\n");
+  auto r = resolve_config("my-ext", {entry("token")}, sources());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "Extension 'my-ext' cannot resolve config 'token': config io error: " + file.string() +
+                                   " is 2097152 bytes, over the cap of 1048576 bytes (1 MiB)");
+}
+
+TEST_F(ConfigResolutionTest, ALinkInPlaceOfThePluginStoreIsRefusedTheHostFileMayBeALink) {
+  write(m_dir / "real-config", "token = linked\nextension.my-ext.mode = linked-mode\n");
+  fs::create_directories(m_dir / "plugins" / "my-ext");
+  fs::create_symlink(m_dir / "real-config", m_dir / "config");
+  auto r = resolve_config("my-ext", {entry("mode")}, sources());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(boost::json::serialize(*r), R"({"mode":"linked-mode"})");
+  fs::create_symlink(m_dir / "real-config", m_dir / "plugins" / "my-ext" / "config");
+  r = resolve_config("my-ext", {entry("token")}, sources());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "Extension 'my-ext' cannot resolve config 'token': config io error: " +
+                                   (m_dir / "plugins" / "my-ext" / "config").string() +
+                                   " is a symbolic link (links are not followed here)");
+}
+
+TEST_F(ConfigResolutionTest, DiagnosticsShowARefusedFileAsNoValueAndSayWhy) {
+  exthost::testing::make_fifo(m_dir / "config");
+  ConfigEntry e = entry("token");
+  e.default_value = boost::json::value("fallback");
+  const auto d = diagnose_config("my-ext", {e, entry("other")}, sources(), {});
+  ASSERT_EQ(d.entries.size(), 2u);
+  EXPECT_FALSE(d.entries[0].has_value);
+  EXPECT_EQ(d.entries[0].source.kind, ConfigSourceKind::missing);
+  ASSERT_EQ(d.file_errors.size(), 2u);
+  EXPECT_EQ(d.file_errors[0], "config io error: " + (m_dir / "config").string() + " is not a regular file (a FIFO)");
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "../../support/hostile_files.hpp"
+
 namespace exthost::host {
 namespace {
 
@@ -169,6 +171,35 @@ TEST_F(ManifestTest, DeferredDeclarationsAreValidatedFirstAndKept) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   ASSERT_TRUE((*m)->deferred);
   EXPECT_EQ((*m)->deferred->tools.size(), 1u);
+}
+
+// A manifest comes from outside: it must not block, flood or bloat the host that reads it.
+TEST_F(ManifestTest, AFifoManifestFailsAtOnceAndSaysWhatItIs) {
+  const fs::path path = dir / k_manifest_path;
+  exthost::testing::make_fifo(path);
+  const std::string e = exthost::testing::read_beside_fifo(path, [&] { return error(); });
+  EXPECT_EQ(e, "Failed to read plugin manifest: " + path.string() + " is not a regular file (a FIFO)");
+}
+
+TEST_F(ManifestTest, AManifestLinkedToDevZeroIsRefused) {
+  const fs::path path = dir / k_manifest_path;
+  exthost::testing::link_to_dev_zero(path);
+  exthost::testing::AddressSpaceHeadroom bounded;
+  EXPECT_EQ(error(), "Failed to read plugin manifest: " + path.string() + " is not a regular file (a character device)");
+}
+
+TEST_F(ManifestTest, AManifestOverTheCapIsRefusedWithTheCapInTheMessage) {
+  // Valid JSON and a valid extension, only too large.
+  const fs::path path = dir / k_manifest_path;
+  exthost::testing::write_padded(
+      path, R"({"extension":{"runtime":"process","command":"x","permissions":["tools.register"]},"pad":")",
+      2 * k_max_manifest_bytes, 'p', R"("})");
+  EXPECT_EQ(error(), "Failed to read plugin manifest: " + path.string() +
+                         " is 2097152 bytes, over the cap of 1048576 bytes (1 MiB)");
+  exthost::testing::write_padded(
+      path, R"({"extension":{"runtime":"process","command":"x","permissions":["tools.register"]},"pad":")",
+      k_max_manifest_bytes, 'p', R"("})");
+  EXPECT_EQ(error(), "(ok)") << "a manifest of exactly the cap is read";
 }
 
 }  // namespace

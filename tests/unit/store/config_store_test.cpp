@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "../../support/hostile_files.hpp"
+
 namespace exthost::store {
 namespace {
 
@@ -72,6 +74,71 @@ TEST_F(ConfigStoreTest, ParseSkipsCommentsBlanksAndLinesWithoutEquals) {
   ASSERT_EQ(pairs.size(), 2u);
   EXPECT_EQ(pairs[0], (std::pair<std::string, std::string>{"a", "1"}));
   EXPECT_EQ(pairs[1], (std::pair<std::string, std::string>{"c", "3=4"}));
+}
+
+// Config files come from outside too: a FIFO, a device or a huge file is never loaded. A
+// reader that cannot fail reads such a file as absent; a writer fails.
+TEST_F(ConfigStoreTest, AFifoConfigFileIsNeitherWaitedForNorRead) {
+  const auto file = m_dir / "plugins" / "p" / "config";
+  exthost::testing::make_fifo(file);
+  auto value = exthost::testing::read_beside_fifo(file, [&] { return read_config_value(file, "backend"); });
+  EXPECT_EQ(value, std::nullopt);
+  auto written = exthost::testing::read_beside_fifo(file, [&] { return write_config_value(file, "backend", "cpu"); });
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().message, "config io error: " + file.string() + " is not a regular file (a FIFO)");
+}
+
+TEST_F(ConfigStoreTest, AConfigFileLinkedToDevZeroIsNotRead) {
+  const auto file = m_dir / "config";
+  exthost::testing::link_to_dev_zero(file);
+  exthost::testing::AddressSpaceHeadroom bounded;
+  EXPECT_EQ(read_config_value(file, "backend"), std::nullopt);
+}
+
+TEST_F(ConfigStoreTest, AConfigFileOverTheCapIsNotRead) {
+  const auto file = m_dir / "config";
+  exthost::testing::write_padded(file, "backend = cpu\n# ", 2 * 1024 * 1024, '#', "\n");
+  EXPECT_EQ(read_config_value(file, "backend"), std::nullopt);
+  auto written = write_config_value(file, "backend", "gpu");
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().message,
+            "config io error: " + file.string() + " is 2097152 bytes, over the cap of 1048576 bytes (1 MiB)");
+}
+
+TEST_F(ConfigStoreTest, TheStrictReaderNamesEachRefusal) {
+  const auto fifo = m_dir / "fifo";
+  exthost::testing::make_fifo(fifo);
+  auto r = find_config_value(fifo, "backend");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "config io error: " + fifo.string() + " is not a regular file (a FIFO)");
+  const auto zero = m_dir / "zero";
+  exthost::testing::link_to_dev_zero(zero);
+  r = find_config_value(zero, "backend");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "config io error: " + zero.string() + " is not a regular file (a character device)");
+  const auto big = m_dir / "big";
+  exthost::testing::write_padded(big, "backend = cpu\n# ", k_max_config_file_bytes + 1, '#', "\n");
+  r = find_config_value(big, "backend");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "config io error: " + big.string() + " is 1048577 bytes, over the cap of 1048576 bytes (1 MiB)");
+  const auto absent = find_config_value(m_dir / "absent", "backend");
+  ASSERT_TRUE(absent);
+  EXPECT_EQ(*absent, std::nullopt);
+}
+
+TEST_F(ConfigStoreTest, ALinkInPlaceOfTheFileIsFollowedOnlyWhenAllowed) {
+  const auto target = m_dir / "elsewhere";
+  write(target, "backend = linked\n");
+  const auto file = m_dir / "plugins" / "p" / "config";
+  fs::create_directories(file.parent_path());
+  fs::create_symlink(target, file);
+  EXPECT_EQ(find_config_value(file, "backend").value(), std::optional<std::string>("linked"));
+  auto refused = find_config_value(file, "backend", util::Symlinks::refuse);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "config io error: " + file.string() + " is a symbolic link (links are not followed here)");
+  ASSERT_FALSE(write_config_value(file, "backend", "cpu", util::Symlinks::refuse));
+  EXPECT_EQ(read(target), "backend = linked\n");
 }
 
 }  // namespace

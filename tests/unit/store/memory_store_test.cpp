@@ -183,5 +183,14 @@ TEST_F(MemoryStoreTest, RecordsSurviveReopeningAndTheDatabaseChecksClean) {
   EXPECT_EQ(*s->integrity_check(), "ok");
 }
 
+TEST_F(MemoryStoreTest, ADatabasePathHoldingAFifoIsRefusedByName) {
+  const auto path = m_dir / "memory" / "memory.db";
+  fs::create_directories(path.parent_path());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto s = MemoryStore::open(path);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "memory io error: " + path.string() + " is not a regular file (a FIFO)");
+}
+
 }  // namespace
 }  // namespace exthost::store
