@@ -12,6 +12,7 @@
 #include "exthost/json_text.hpp"
 #include "exthost/serve.hpp"
 #include "exthost/version.hpp"
+#include "open_line.hpp"
 #include "progress.hpp"
 #include "render.hpp"
 #include "style.hpp"
@@ -188,7 +189,8 @@ int run_invoke(const Options& o, const std::string& command, const std::vector<s
     const Style s = out_style();
     Result<CommandOutput> out = Error::internal("not run");
     {
-      TaskBoard board(stdout, s.colour(), s);  // live bars only on a terminal
+      OpenLine line(stdout);
+      TaskBoard board(line, s.colour(), s);  // live bars only on a terminal
       out = host.invoke_command(info.id, command, args, [&board](const std::string& e) { board.show(e); });
     }
     if (!out) return fail(out.error(), info.id, "command.invoke");
