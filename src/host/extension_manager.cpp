@@ -101,6 +101,28 @@ asio::awaitable<bool> join_all(asio::any_io_executor ex, std::vector<asio::await
 
 asio::awaitable<void> stop(std::shared_ptr<runtime::ProcessExtension> ext) { co_await ext->shutdown(); }
 
+// Drops expired entries and `ext` from a list of extensions, when it goes out of scope.
+class Unlisted {
+ public:
+  Unlisted(std::vector<std::weak_ptr<runtime::ProcessExtension>>& list, std::shared_ptr<runtime::ProcessExtension> ext)
+      : m_list(list), m_ext(std::move(ext)) {
+    std::erase_if(m_list, [](const auto& weak) { return weak.expired(); });
+    m_list.push_back(m_ext);
+  }
+  ~Unlisted() {
+    std::erase_if(m_list, [this](const auto& weak) {
+      auto e = weak.lock();
+      return !e || e == m_ext;
+    });
+  }
+  Unlisted(const Unlisted&) = delete;
+  Unlisted& operator=(const Unlisted&) = delete;
+
+ private:
+  std::vector<std::weak_ptr<runtime::ProcessExtension>>& m_list;
+  std::shared_ptr<runtime::ProcessExtension> m_ext;
+};
+
 }  // namespace
 
 ExtensionManager::ExtensionManager(asio::any_io_executor io, asio::any_io_executor store_workers,
@@ -132,6 +154,10 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load(fs::path plugin_di
 asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest m) {
   const std::string id = m.id;
   const std::string ext_name = "Extension '" + id + "'";
+  const std::uint64_t shutdowns = m_shutdowns;
+  const auto overtaken = [&] {
+    return Error::extension(ext_name + " was stopped while loading: the host is shutting down");
+  };
   // Configuration first: a missing value must not cost a process (SPEC §6.11.1 step 1).
   auto config = resolve_config(id, m.config, config_sources(id));
   if (!config) co_return std::move(config).error();
@@ -151,6 +177,11 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   auto spawned = co_await runtime::ProcessExtension::spawn(m_io, std::move(spec), m_options.timeouts);
   if (!spawned) co_return std::move(spawned).error();
   auto ext = std::move(spawned).value();
+  const Unlisted loading(m_loading, ext);  // shutdown_all() and kill_all() reach it from now on
+  if (m_shutdowns != shutdowns) {
+    co_await ext->shutdown();
+    co_return overtaken();
+  }
   // Permissions before initialize: an extension may use the stores while it initializes.
   ext->set_inbound_handler(std::make_shared<InboundServices>(id, m.granted, m_memory,
                                                              m_options.home.plugin_config_file(id), m_store_workers));
@@ -243,6 +274,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
     m_providers.unregister_plugin(id);
     m_hooks.unsubscribe_all(id);
     co_await ext->shutdown();
+    if (m_shutdowns != shutdowns) co_return overtaken();  // what failed was the stop's doing
     co_return std::move(*refused);
   }
   m_tools.register_plugin(id, init->tools);
@@ -265,6 +297,11 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
     } else {
       util::log().warn("extension '{}': info.get failed: {}", id, probed.error().message);
     }
+  }
+  if (m_shutdowns != shutdowns) {  // it was stopped meanwhile: register nothing
+    forget(id);
+    co_await ext->shutdown();
+    co_return overtaken();
   }
   {
     std::lock_guard lock(m_mutex);
@@ -310,17 +347,26 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::reload(std::string id) 
 }
 
 asio::awaitable<void> ExtensionManager::shutdown_all() {
+  ++m_shutdowns;
   std::map<std::string, Loaded> all;
   {
     std::lock_guard lock(m_mutex);
     all.swap(m_loaded);
   }
   std::vector<asio::awaitable<void>> stops;
+  std::vector<std::shared_ptr<runtime::ProcessExtension>> loading;
   std::erase_if(m_stopping, [](const auto& weak) { return weak.expired(); });
   for (auto& [id, loaded] : all) {
     forget(id);
     m_stopping.push_back(loaded.ext);
     stops.push_back(stop(loaded.ext));
+  }
+  for (auto& weak : m_loading) {  // their loads fail and register nothing
+    if (auto ext = weak.lock()) {
+      m_stopping.push_back(ext);
+      stops.push_back(stop(ext));
+      loading.push_back(std::move(ext));
+    }
   }
   m_discovered.reset();
   m_session_injections.clear();
@@ -333,6 +379,9 @@ asio::awaitable<void> ExtensionManager::shutdown_all() {
         loaded.ext->force_shutdown();
       }
     }
+    for (auto& ext : loading) {
+      if (ext->has_live_child()) ext->force_shutdown();
+    }
   }
 }
 
@@ -342,8 +391,10 @@ void ExtensionManager::kill_all() {
     std::lock_guard lock(m_mutex);
     for (auto& [id, loaded] : m_loaded) targets.push_back(loaded.ext);
   }
-  for (auto& weak : m_stopping) {
-    if (auto ext = weak.lock()) targets.push_back(std::move(ext));
+  for (const auto* list : {&m_stopping, &m_loading}) {
+    for (const auto& weak : *list) {
+      if (auto ext = weak.lock()) targets.push_back(std::move(ext));
+    }
   }
   std::erase_if(m_stopping, [](const auto& weak) { return weak.expired(); });
   for (auto& ext : targets) {
@@ -364,6 +415,7 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
     co_return replay;
   }
   report_event(DiscoveryEvent{DiscoveryEvent::Kind::started, {}, std::nullopt, 0, 0});
+  const std::uint64_t shutdowns = m_shutdowns;
   DiscoveryReport report;
   std::map<std::string, fs::path> plugins;  // by name: a later root replaces an earlier one
   std::vector<fs::path> roots{m_options.home.plugins_dir()};
@@ -398,6 +450,7 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
   }
   const auto disabled = disabled_plugins(m_options.home.host_config_file());
   for (const auto& [name, dir] : plugins) {
+    if (m_shutdowns != shutdowns) break;  // shutdown_all() overtook it: load nothing more
     if (std::find(disabled.begin(), disabled.end(), name) != disabled.end()) continue;
     std::error_code ec;
     const fs::path manifest_path = dir / k_manifest_path;
@@ -412,6 +465,7 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
     } else {
       setup = (**manifest).setup;
       loaded = co_await load_manifest(std::move(**manifest));
+      if (m_shutdowns != shutdowns) break;  // stopped, not failed: neither loaded nor reported
     }
     if (loaded) {
       report.loaded.push_back(name);
@@ -425,7 +479,7 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
       report_event(DiscoveryEvent{DiscoveryEvent::Kind::failed, name, f, report.loaded.size(), report.failed.size()});
     }
   }
-  m_discovered = report;
+  if (m_shutdowns == shutdowns) m_discovered = report;  // an overtaken discovery is not replayed
   report_event(DiscoveryEvent{DiscoveryEvent::Kind::finished, {}, std::nullopt, report.loaded.size(),
                               report.failed.size()});
   co_return report;

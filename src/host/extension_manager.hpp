@@ -63,8 +63,11 @@ class ExtensionManager {
   boost::asio::awaitable<Result<void>> unload(std::string id);
   // Unload, then load from the same directory; a failed load leaves it unloaded.
   boost::asio::awaitable<Result<ExtensionInfo>> reload(std::string id);
+  // Stops every extension, those still loading too: their loads fail, and a discovery
+  // under way loads no further plugin.
   boost::asio::awaitable<void> shutdown_all();
-  // SIGKILL to every extension now, loaded or still stopping (unload, shutdown_all).
+  // SIGKILL to every extension now, loaded, still loading or still stopping (unload,
+  // shutdown_all).
   void kill_all();
   boost::asio::awaitable<DiscoveryReport> discover(std::function<void(const DiscoveryEvent&)> progress);
 
@@ -121,6 +124,11 @@ class ExtensionManager {
   std::map<std::string, Loaded> m_loaded;
   // Extensions on their way down (unload, shutdown_all), for kill_all(); I/O thread only.
   std::vector<std::weak_ptr<runtime::ProcessExtension>> m_stopping;
+  // Extensions spawned by a load that has not returned yet; I/O thread only.
+  std::vector<std::weak_ptr<runtime::ProcessExtension>> m_loading;
+  // How many times shutdown_all() has begun: a load or discovery that sees it change was
+  // overtaken by one. I/O thread only.
+  std::uint64_t m_shutdowns = 0;
 };
 
 }  // namespace exthost::host

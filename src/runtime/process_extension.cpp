@@ -135,6 +135,8 @@ asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize
     m_has_state = true;
   }
   State& state = *m_state;
+  // Kept across the wait: a stop (shutdown, force_shutdown) may drop the state meanwhile.
+  const std::shared_ptr<rpc::Lifecycle> lifecycle = state.lifecycle;
   std::optional<std::string> root;
   if (m_plugin_root) root = m_plugin_root->string();
   auto params = protocol::initialize_params(m_spec.id, root, m_initialize_config);
@@ -143,28 +145,30 @@ asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize
   auto raced = co_await (call_once_locked(state, "initialize", params, id) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
-    state.lifecycle->invalidate();
+    lifecycle->invalidate();
     co_return Error::timeout("Extension '" + m_spec.id + "' initialize timed out after " +
                              duration_text(m_timeouts.initialize));
   }
   auto reply = std::get<0>(std::move(raced));
   if (!reply) {
-    state.lifecycle->invalidate();
+    lifecycle->invalidate();
     co_return std::move(reply).error();
   }
   auto parsed = protocol::parse_initialize_result(m_spec.id, reply.value());
   if (!parsed) {
-    state.lifecycle->invalidate();
+    lifecycle->invalidate();
     co_return std::move(parsed).error();
   }
   // Published while still holding the call lock on this same child (SPEC §6.1).
-  state.lifecycle->mark_initialized();
+  lifecycle->mark_initialized();
   m_inbox->set_cancellation(parsed->cancellation);
   co_return parsed;
 }
 
 asio::awaitable<Result<void>> ProcessExtension::initialize_locked() {
   State& state = *m_state;
+  // Kept across the wait: a stop (shutdown, force_shutdown) may drop the state meanwhile.
+  const std::shared_ptr<rpc::Lifecycle> lifecycle = state.lifecycle;
   std::optional<std::string> root;
   if (m_plugin_root) root = m_plugin_root->string();
   auto params = protocol::initialize_params(m_spec.id, root, m_initialize_config);
@@ -173,21 +177,21 @@ asio::awaitable<Result<void>> ProcessExtension::initialize_locked() {
   auto raced = co_await (call_once_locked(state, "initialize", params, id) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
-    state.lifecycle->invalidate();
+    lifecycle->invalidate();
     co_return Error::timeout("Extension '" + m_spec.id + "' initialize timed out after " +
                              duration_text(m_timeouts.initialize));
   }
   auto reply = std::get<0>(std::move(raced));
   if (!reply) {
-    state.lifecycle->invalidate();
+    lifecycle->invalidate();
     co_return std::move(reply).error();
   }
   auto parsed = protocol::parse_initialize_result(m_spec.id, reply.value());
   if (!parsed) {
-    state.lifecycle->invalidate();
+    lifecycle->invalidate();
     co_return std::move(parsed).error();
   }
-  state.lifecycle->mark_initialized();
+  lifecycle->mark_initialized();
   m_inbox->set_cancellation(parsed->cancellation);
   co_return Result<void>();
 }

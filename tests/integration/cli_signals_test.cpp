@@ -243,6 +243,37 @@ TEST_F(CliSignals, AnInterruptedStreamLeavesAWholeLine) {
   EXPECT_TRUE(gone_soon(stalled.pid));
 }
 
+// The extension never answers initialize, whose own deadline is 10 s: the signal stops the
+// load itself.
+TEST_F(CliSignals, ASignalWhileLoadingStopsTheLoad) {
+  manifest("hang-init");
+  Command call(args({"call", dir.string(), "echo"}), root / "out", root / "err");
+  ASSERT_TRUE(stalled_now()) << call.err();
+  const auto sent = Clock::now();
+  call.signal(SIGINT);
+  EXPECT_EQ(describe(call.wait(k_exit_bound)), exited_with(130)) << call.err();
+  EXPECT_LT(Clock::now() - sent, 3s) << "the load waited for initialize's deadline";
+  EXPECT_TRUE(ends_with(call.err(), "exthost: interrupted (SIGINT); every extension stopped\n")) << call.err();
+  EXPECT_TRUE(gone_soon(stalled.pid));
+  EXPECT_TRUE(gone_soon(stalled.child));
+}
+
+// Discovery stops at the plugin it is loading; no later one is spawned.
+TEST_F(CliSignals, ASignalDuringDiscoveryStopsIt) {
+  manifest("hang-init");
+  fs::create_directories(root / "home" / "plugins");
+  fs::copy(dir, root / "home" / "plugins" / "stall-plugin", fs::copy_options::recursive);
+  Command list(args({"list"}), root / "out", root / "err");
+  ASSERT_TRUE(stalled_now()) << list.err();
+  const auto sent = Clock::now();
+  list.signal(SIGTERM);
+  EXPECT_EQ(describe(list.wait(k_exit_bound)), exited_with(143)) << list.err();
+  EXPECT_LT(Clock::now() - sent, 3s);
+  EXPECT_EQ(list.out(), "");
+  EXPECT_TRUE(gone_soon(stalled.pid));
+  EXPECT_TRUE(gone_soon(stalled.child));
+}
+
 // The checker runs its child without a host: a signal kills that child's group itself.
 TEST_F(CliSignals, AnInterruptedConformanceCheckKillsItsExtensionsGroup) {
   manifest("hang-init");
