@@ -371,7 +371,11 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_tool_once_no_
 
 asio::awaitable<protocol::HookResult> ProcessExtension::hook_outcome(Result<boost::json::value> reply) {
   if (!reply) {
-    util::log().warn("extension '{}': Extension hook handler failed — continuing: {}", m_spec.id, reply.error().message);
+    if (ended_by_host(reply.error().message)) {  // cut off by the host's own stop: not the extension's failure
+      util::log().debug("extension '{}': hook handler stopped with the extension — continuing", m_spec.id);
+    } else {
+      util::log().warn("extension '{}': Extension hook handler failed — continuing: {}", m_spec.id, reply.error().message);
+    }
     co_return protocol::hook_result::Continue{};
   }
   if (!protocol::decode_hook_result(reply.value())) {

@@ -138,11 +138,13 @@ class CliSignals : public ::testing::Test {
     fs::remove_all(root);
   }
 
-  void manifest(const std::string& option = "") {
+  // The stall fixture; `hook`: subscribed to before_tool_call as well.
+  void manifest(const std::string& option = "", bool hook = false) {
     std::ofstream(dir / ".synaps-plugin/plugin.json")
         << R"({"extension":{"protocol_version":1,"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION
         << R"(","args":["stall",")" << pids_file.string() << (option.empty() ? "" : R"(",")" + option)
-        << R"("],"permissions":["tools.register","providers.register"]}})";
+        << R"("],"permissions":["tools.register","providers.register","tools.intercept"])"
+        << (hook ? R"(,"hooks":[{"hook":"before_tool_call"}])" : "") << "}}";
   }
 
   // Whether a control group holds the extension's daemons on this machine (else only its
@@ -241,6 +243,20 @@ TEST_F(CliSignals, AnInterruptedStreamLeavesAWholeLine) {
   EXPECT_EQ(complete.out(), "partial\n");
   EXPECT_TRUE(ends_with(complete.err(), "exthost: interrupted (SIGTERM); every extension stopped\n")) << complete.err();
   EXPECT_TRUE(gone_soon(stalled.pid));
+}
+
+// A hook handler cut off by the stop answers nothing: no default verdict is printed, and
+// its failure is not reported as the extension's.
+TEST_F(CliSignals, AnInterruptedHookPrintsNoVerdict) {
+  manifest("", true);
+  Command hook(args({"hook", dir.string(), "before_tool_call", R"({"tool_name":"bash"})"}), root / "out", root / "err");
+  ASSERT_TRUE(stalled_now()) << hook.err();
+  hook.signal(SIGHUP);
+  EXPECT_EQ(describe(hook.wait(k_exit_bound)), exited_with(129)) << hook.err();
+  EXPECT_EQ(hook.out(), "");
+  EXPECT_EQ(hook.err(), "exthost: interrupted (SIGHUP); every extension stopped\n");
+  EXPECT_TRUE(gone_soon(stalled.pid));
+  EXPECT_TRUE(gone_soon(stalled.child));
 }
 
 // The extension never answers initialize, whose own deadline is 10 s: the signal stops the

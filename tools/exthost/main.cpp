@@ -177,6 +177,7 @@ int run_hook(const Options& o, const std::string& kind, const std::string& event
     if (ec || !parsed.is_object()) return fail(Error::usage("hook.handle: EVENT_JSON must be a JSON object"));
     parsed.as_object()["kind"] = kind;
     auto result = host.emit_hook(boost::json::serialize(parsed));
+    if (interrupted()) return interrupted_exit();  // a stopped handler's "continue" is no verdict
     if (!result) return fail(result.error(), info.id, "hook.handle");
     if (o.json) {
       std::printf("{\"result\":%s}\n", result->c_str());
