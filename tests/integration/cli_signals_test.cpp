@@ -315,11 +315,13 @@ TEST_F(CliSignals, DISABLED_ServeStopsEveryExtensionOnSigterm) {
   ASSERT_EQ(::pipe2(input, O_CLOEXEC), 0);
   Command serve(args({"serve"}), root / "out", root / "err", input[0]);
   ::close(input[0]);
-  const std::string requests =
-      frame(R"({"jsonrpc":"2.0","id":1,"method":"host.load","params":{"path":")" + dir.string() + R"("}})") +
-      frame(R"({"jsonrpc":"2.0","id":2,"method":"tool.call","params":{"tool":"stall-plugin:echo"}})");
-  ASSERT_EQ(::write(input[1], requests.data(), requests.size()), static_cast<ssize_t>(requests.size()));
-  ASSERT_TRUE(stalled_now()) << serve.err();
+  // Requests run concurrently: the call goes once the load has answered.
+  const std::string load = frame(R"({"jsonrpc":"2.0","id":1,"method":"host.load","params":{"path":")" + dir.string() + R"("}})");
+  ASSERT_EQ(::write(input[1], load.data(), load.size()), static_cast<ssize_t>(load.size()));
+  ASSERT_TRUE(wait_until([&] { return serve.out().find(R"("id":1)") != std::string::npos; }, k_ready_bound)) << serve.err();
+  const std::string call = frame(R"({"jsonrpc":"2.0","id":2,"method":"tool.call","params":{"tool":"stall-plugin:echo"}})");
+  ASSERT_EQ(::write(input[1], call.data(), call.size()), static_cast<ssize_t>(call.size()));
+  ASSERT_TRUE(stalled_now()) << serve.out() << serve.err();
   const auto sent = Clock::now();
   serve.signal(SIGTERM);
   const auto status = serve.wait(k_exit_bound);
