@@ -33,7 +33,10 @@ struct ConformanceReport {
 // on stdout), id-echo (string and numeric ids answered verbatim), initialize-shape,
 // tool-specs, unknown-method (an error reply), frame-cap (no frame over 4 MiB), shutdown
 // (answered, then the process exits within 2 s).
+// `stop_fd`, when not -1, is watched during every wait: once it is readable the
+// extension's process group is killed at once and the checks not yet decided fail as
+// "stopped" (the command's answer to SIGINT).
 ConformanceReport check_conformance(const std::filesystem::path& plugin_dir,
-                                    std::chrono::milliseconds step = std::chrono::seconds(5));
+                                    std::chrono::milliseconds step = std::chrono::seconds(5), int stop_fd = -1);
 
 }  // namespace exthost

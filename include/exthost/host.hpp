@@ -282,11 +282,13 @@ class Host {
   void complete(const std::string& id, const std::string& params_json, Completion<std::string> done);
 
   // Stops every extension in parallel, within one overall bound (then kills what is left).
+  // Extensions still loading are stopped too: their load() fails at once rather than at
+  // initialize's deadline, and a discover() under way loads no further plugin.
   void shutdown_all();
   // Ends every extension at once: SIGKILL to each child's group (or control group),
-  // including those still on a stop ladder of shutdown_all() or unload(). Calls in flight
-  // fail. Safe to call from any thread but the I/O thread, also while shutdown_all() runs
-  // (the CLI's second SIGINT).
+  // including those still loading or on a stop ladder of shutdown_all() or unload(). Calls
+  // in flight fail. Safe to call from any thread but the I/O thread, also while
+  // shutdown_all() runs (the CLI's second SIGINT).
   void kill_all();
 
   // A conversation begins: on_session_start reaches its subscribers (after discovery, so

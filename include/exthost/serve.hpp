@@ -11,6 +11,7 @@ struct ServeOptions {
   HostOptions host;
   int input_fd = 0;   // requests arrive here
   int output_fd = 1;  // replies and notifications go here, one writer at a time
+  int stop_fd = -1;  // readable: stop as if the input ended; each later byte: kill every extension now
 };
 
 // Serves requests until `host.shutdown` or the end of the input, then stops every

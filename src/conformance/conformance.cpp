@@ -35,7 +35,8 @@ using Clock = std::chrono::steady_clock;
 
 class Session {
  public:
-  Session(process::Launched child, std::chrono::milliseconds step) : m_child(child), m_step(step) {}
+  Session(process::Launched child, std::chrono::milliseconds step, int stop_fd)
+      : m_child(child), m_step(step), m_stop_fd(stop_fd) {}
   ~Session() {
     ::kill(-m_child.pid, SIGKILL);
     ::close(m_child.stdin_fd);
@@ -75,6 +76,7 @@ class Session {
   std::optional<json::value> next() {
     const auto deadline = Clock::now() + m_step;
     for (;;) {
+      if (m_stopped) return std::nullopt;
       if (auto frame = take_frame()) return frame;
       if (m_broken) return std::nullopt;
       if (!pump(deadline)) return std::nullopt;
@@ -97,7 +99,7 @@ class Session {
   // Waits for the process to exit within `bound`.
   bool exits_within(std::chrono::milliseconds bound) {
     const auto deadline = Clock::now() + bound;
-    while (Clock::now() < deadline) {
+    while (!m_stopped && Clock::now() < deadline) {
       if (::waitpid(m_child.pid, nullptr, WNOHANG) == m_child.pid) {
         m_reaped = true;
         return true;
@@ -111,15 +113,22 @@ class Session {
   std::size_t largest_frame() const { return m_largest; }
   const std::string& framing_error() const { return m_framing_error; }
   std::string stderr_tail() const { return m_stderr; }
+  // Whether the stop descriptor became readable (the child's group is then killed).
+  bool stopped() const { return m_stopped; }
 
  private:
   // Reads whatever is ready until `deadline`; false on timeout or when stdout ended.
   bool pump(Clock::time_point deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
-    pollfd fds[2] = {{m_child.stdout_fd, POLLIN, 0}, {m_child.stderr_fd, POLLIN, 0}};
-    const int n = ::poll(fds, 2, static_cast<int>(left.count()));
+    pollfd fds[3] = {{m_child.stdout_fd, POLLIN, 0}, {m_child.stderr_fd, POLLIN, 0}, {m_stop_fd, POLLIN, 0}};
+    const int n = ::poll(fds, m_stop_fd >= 0 ? 3 : 2, static_cast<int>(left.count()));
     if (n <= 0) return false;
+    if (m_stop_fd >= 0 && fds[2].revents != 0) {
+      m_stopped = true;
+      ::kill(-m_child.pid, SIGKILL);  // the destructor reaps it
+      return false;
+    }
     char buf[65536];
     if (fds[1].revents != 0) {
       const ssize_t r = ::read(m_child.stderr_fd, buf, sizeof buf);
@@ -179,10 +188,11 @@ class Session {
 
   process::Launched m_child;
   std::chrono::milliseconds m_step;
+  int m_stop_fd;
   std::string m_pending, m_stray, m_stderr, m_framing_error;
   std::size_t m_largest = 0;
   std::size_t m_notifications = 0;
-  bool m_eof = false, m_broken = false, m_reaped = false;
+  bool m_eof = false, m_broken = false, m_reaped = false, m_stopped = false;
 };
 
 ConformanceCheck check(std::string name, std::string what) { return ConformanceCheck{std::move(name), std::move(what), false, {}}; }
@@ -196,7 +206,8 @@ bool ConformanceReport::passed() const {
   return !checks.empty();
 }
 
-ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std::chrono::milliseconds step) {
+ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std::chrono::milliseconds step,
+                                    int stop_fd) {
   ConformanceReport report;
   report.plugin = std::filesystem::absolute(plugin_dir).lexically_normal().filename().string();
   auto spawn = check("spawn", "the manifest is valid and the extension starts");
@@ -215,6 +226,14 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
     }
     return report;
   };
+  // Stopped from outside: what was not decided yet did not pass.
+  auto stopped = [&](Session& s) -> ConformanceReport& {
+    for (auto* c : {&framing, &clean, &echo, &shape, &specs, &unknown, &cap, &shutdown}) {
+      if (!c->passed) c->detail = "stopped";
+    }
+    report.stderr_tail = s.stderr_tail();
+    return finish();
+  };
 
   auto manifest = host::read_manifest(plugin_dir);
   if (!manifest || !manifest->has_value()) {
@@ -230,7 +249,7 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
     return finish();
   }
   spawn.passed = true;
-  Session s(*launched, step);
+  Session s(*launched, step, stop_fd);
 
   // initialize, written in pieces, with a string id.
   const json::value init_id = "conformance-1";
@@ -240,6 +259,7 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
                                 {"params", json::parse(json::serialize(protocol::initialize_params(
                                                m.id, m.plugin_dir.string(), json::object())))}});
   auto init = s.next_reply();
+  if (s.stopped()) return stopped(s);
   if (!init) {
     framing.detail = s.framing_error().empty() ? "no frame answered initialize within " +
                                                      std::to_string(step.count()) + " ms"
@@ -278,6 +298,7 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
   // An unknown method, with a numeric id.
   s.send(json::object{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "conformance.no_such_method"}, {"params", json::object()}});
   auto unknown_reply = s.next_reply();
+  if (s.stopped()) return stopped(s);
   bool number_id_ok = false;
   if (!unknown_reply) {
     unknown.detail = "no answer within " + std::to_string(step.count()) + " ms";
@@ -301,9 +322,12 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
   // shutdown, then the process must go away on its own.
   s.send(json::object{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "shutdown"}, {"params", nullptr}});
   auto bye = s.next_reply();
-  if (!bye || !bye->is_object() || !(bye->as_object().contains("id") && bye->as_object().at("id") == 3)) {
+  const bool answered = bye && bye->is_object() && bye->as_object().contains("id") && bye->as_object().at("id") == 3;
+  const bool exited = answered && s.exits_within(k_exit_after_shutdown);
+  if (s.stopped()) return stopped(s);
+  if (!answered) {
     shutdown.detail = "shutdown was not answered within " + std::to_string(step.count()) + " ms";
-  } else if (!s.exits_within(k_exit_after_shutdown)) {
+  } else if (!exited) {
     shutdown.detail = "answered, but still running 2 s later";
   } else {
     shutdown.passed = true;

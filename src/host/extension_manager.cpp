@@ -10,6 +10,7 @@
 #include <boost/json/object.hpp>
 
 #include "host/capability.hpp"
+#include "host/disabled_plugins.hpp"
 #include "host/limits_policy.hpp"
 #include "host/tool_hooks.hpp"
 #include "protocol/tool_call.hpp"
@@ -58,20 +59,6 @@ std::string load_hint(const std::string& reason, const fs::path& plugin_dir, con
   return k_hint_generic;
 }
 
-std::vector<std::string> disabled_plugins(const fs::path& host_config_file) {
-  std::vector<std::string> out;
-  auto listed = store::read_config_value(host_config_file, "disabled_plugins");
-  if (!listed) return out;
-  std::string_view rest = *listed;
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    const auto item = util::trim(rest.substr(0, comma));
-    if (!item.empty()) out.emplace_back(item);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return out;
-}
 
 template <class T>
 asio::awaitable<T> call_task(std::function<T()> task) {
@@ -104,6 +91,9 @@ ExtensionManager::ExtensionManager(asio::any_io_executor io, asio::any_io_execut
       m_store_workers(std::move(store_workers)),
       m_options(std::move(options)),
       m_memory(std::make_shared<SharedMemoryStore>(m_options.home.memory_db())),
+      // The bus's deadline is never longer than the extensions' own hook deadline, so a
+      // hook that does not answer is seen by the bus (and suspended after a few).
+      m_hooks(std::min(k_hook_bus_timeout, m_options.timeouts.hook)),
       m_discovery_done(m_io) {}
 
 ConfigSources ExtensionManager::config_sources(const std::string& id) const {
@@ -154,7 +144,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
       });
   auto config = co_await std::move(config_op);
   if (!config) co_return std::move(config).error();
-  if (m_shutdowns != shutdowns) co_return Error::usage(ext_name + " was not loaded: the host is shutting down");
+  if (m_shutdowns != shutdowns) co_return Error::usage(ext_name + " was stopped while loading: the host is shutting down");
   if (auto valid = validate_limits(m_options.limits); !valid) co_return std::move(valid).error();
   auto limits = effective_limits(id, m_options.limits, m.limits);
   if (!limits) co_return std::move(limits).error();
@@ -182,7 +172,9 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
 
   // Every refusal from here on stops the child before load returns (A9).
   std::optional<Error> refused;
-  if (!init) {
+  if (m_shutdowns != shutdowns) {  // re-read after the handshake's suspension
+    refused = Error::usage(ext_name + " was stopped while loading: the host is shutting down");
+  } else if (!init) {
     refused = init.error();
     if (spec_limits.any()) {
       if (auto ended = ext->exit_description(); !ended.empty()) refused->message += "; extension '" + id + "' " + ended;
@@ -260,7 +252,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
     }
   }
   if (!refused && m_shutdowns != shutdowns) {
-    refused = Error::usage(ext_name + " was not loaded: the host is shutting down");
+    refused = Error::usage(ext_name + " was stopped while loading: the host is shutting down");
   }
   if (refused) {
     m_providers.unregister_plugin(id);
@@ -292,7 +284,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   if (m_shutdowns != shutdowns || ext->stopped()) {  // re-read after the probe's suspension
     forget(id);
     co_await ext->shutdown();
-    co_return Error::usage(ext_name + " was not loaded: the host is shutting down");
+    co_return Error::usage(ext_name + " was stopped while loading: the host is shutting down");
   }
   {
     std::lock_guard lock(m_mutex);
@@ -423,7 +415,17 @@ DiscoveryScan scan_plugins(const std::vector<fs::path>& roots, const fs::path& h
                                             "Check directory permissions and retry"});
     }
   }
-  scan.disabled = disabled_plugins(host_config_file);
+  // A host config file that cannot be read leaves unknown which plugins were meant to stay
+  // off: nothing is loaded rather than something the user disabled.
+  auto disabled = read_disabled_plugins(host_config_file);
+  if (!disabled) {
+    scan.plugins.clear();
+    scan.unreadable.push_back(LoadFailure{"plugins", std::nullopt,
+                                          "Failed to read disabled_plugins: " + disabled.error().message,
+                                          "Make the host config file a regular file under 1 MiB, then retry"});
+    return scan;
+  }
+  scan.disabled = std::move(disabled).value();
   return scan;
 }
 
@@ -512,6 +514,7 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
       setup = (**manifest)->setup;
       loaded = co_await load_manifest(std::move(***manifest));
     }
+    if (m_shutdowns != shutdowns) break;  // stopped while loading: not the plugin's failure
     if (loaded) {
       report.loaded.push_back(name);
       report_event(DiscoveryEvent{DiscoveryEvent::Kind::loaded, name, std::nullopt, report.loaded.size(),
@@ -616,6 +619,13 @@ asio::awaitable<bool> ExtensionManager::session_end(std::string session_id,
   co_return true;
 }
 
+Health ExtensionManager::health_of(const std::string& id, const runtime::ProcessExtension& ext) const {
+  const Health h = ext.health();
+  // Serving, but a hook of it is suspended for not answering.
+  if (h == Health::running && m_hooks.has_suspended(id)) return Health::degraded;
+  return h;
+}
+
 std::shared_ptr<runtime::ProcessExtension> ExtensionManager::find(const std::string& id) const {
   std::lock_guard lock(m_mutex);
   auto it = m_loaded.find(id);
@@ -635,7 +645,7 @@ std::optional<ExtensionInfo> ExtensionManager::info(const std::string& id) const
   if (it == m_loaded.end()) return std::nullopt;
   ExtensionInfo info = it->second.info;
   const auto& ext = it->second.ext;
-  info.health = ext->health();
+  info.health = health_of(id, *ext);
   const auto snap = ext->lifecycle_snapshot();
   info.generation = snap ? snap->generation : 0;
   info.restart_count = ext->restart_count();
@@ -689,7 +699,7 @@ std::optional<ExtensionStats> ExtensionManager::stats(const std::string& id) con
   s.restarts = ext->restart_count();
   const auto snap = ext->lifecycle_snapshot();
   s.generation = snap ? snap->generation : 0;
-  s.health = ext->health();
+  s.health = health_of(id, *ext);
   s.stderr_tail = ext->stderr_tail();
   s.last_exit = ext->exit_description();
   return s;

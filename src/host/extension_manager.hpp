@@ -64,8 +64,11 @@ class ExtensionManager {
   boost::asio::awaitable<Result<void>> unload(std::string id);
   // Unload, then load from the same directory; a failed load leaves it unloaded.
   boost::asio::awaitable<Result<ExtensionInfo>> reload(std::string id);
+  // Stops every extension, those still loading too: their loads fail, and a discovery
+  // under way loads no further plugin.
   boost::asio::awaitable<void> shutdown_all();
-  // SIGKILL to every extension now, loaded or still stopping (unload, shutdown_all).
+  // SIGKILL to every extension now, loaded, still loading or still stopping (unload,
+  // shutdown_all).
   void kill_all();
   boost::asio::awaitable<DiscoveryReport> discover(std::function<void(const DiscoveryEvent&)> progress);
 
@@ -90,6 +93,9 @@ class ExtensionManager {
   std::optional<ExtensionInfo> info(const std::string& id) const;
   std::optional<ExtensionStats> stats(const std::string& id) const;
   std::optional<ConfigDiagnostics> config_diagnostics(const std::string& id) const;
+  // The extension's health, `degraded` while one of its hook subscriptions is suspended.
+  // Any thread.
+  Health health_of(const std::string& id, const runtime::ProcessExtension& ext) const;
 
   const ToolRegistry& tools() const { return m_tools; }
   const HookBus& hooks() const { return m_hooks; }

@@ -336,7 +336,9 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call(std::string m
   if (raced.index() == 1) {
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
     // Only a request the child received and left unanswered says anything about the child.
-    if (*sent != 0) perform(m_machine.handle({LifeInput::Kind::call_timed_out, *sent}));
+    // Hooks are not counted: a hook that never answers is suspended by the hook bus, while
+    // the extension may well serve its tools.
+    if (*sent != 0 && method != "hook.handle") perform(m_machine.handle({LifeInput::Kind::call_timed_out, *sent}));
     co_return Error::timeout("Extension '" + m_spec.id + "' method '" + method + "' timed out after " +
                              duration_text(limit));
   }
@@ -484,7 +486,11 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_tool_once_no_
 
 asio::awaitable<protocol::HookResult> ProcessExtension::hook_outcome(Result<boost::json::value> reply) {
   if (!reply) {
-    util::log().warn("extension '{}': Extension hook handler failed — continuing: {}", m_spec.id, reply.error().message);
+    if (ended_by_host(reply.error().message)) {  // cut off by the host's own stop: not the extension's failure
+      util::log().debug("extension '{}': hook handler stopped with the extension — continuing", m_spec.id);
+    } else {
+      util::log().warn("extension '{}': Extension hook handler failed — continuing: {}", m_spec.id, reply.error().message);
+    }
     co_return protocol::hook_result::Continue{};
   }
   if (!protocol::decode_hook_result(reply.value())) {

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
+#include <sys/stat.h>
 #include <mutex>
 #include <filesystem>
 #include <fstream>
@@ -119,6 +121,30 @@ TEST_F(HostTest, ConcurrentDiscoveriesRunOnceAndShareTheReport) {
   EXPECT_TRUE(first.failed.empty());
   EXPECT_TRUE(second.failed.empty()) << second.failed.front().reason;
   EXPECT_EQ(exthost::testing::live_children().size(), 1u);
+}
+
+// A host config file that is a FIFO used to freeze the host's I/O thread at discovery; now
+// it is refused off that thread, and since nobody can tell which plugins were meant to stay
+// off, none is loaded.
+TEST_F(HostTest, AHostConfigFileThatIsAFifoLoadsNothingAndNeverFreezesTheHost) {
+  manifest("echo");
+  const fs::path home = root / "home";
+  fs::create_directories(home / "plugins");
+  fs::copy(dir, home / "plugins" / "fake-plugin", fs::copy_options::recursive);
+  ASSERT_EQ(::mkfifo((home / "config").c_str(), 0600), 0);
+  exthost::HostOptions options;
+  options.home = home;
+  exthost::Host host(options);
+  auto report = std::async(std::launch::async, [&] { return host.discover(); });
+  if (report.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::ofstream unblock(home / "config");  // let the old behaviour end instead of hanging
+    FAIL() << "discovery froze on a FIFO host config file";
+  }
+  auto r = report.get();
+  EXPECT_TRUE(r.loaded.empty());
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_NE(r.failed.front().reason.find("Failed to read disabled_plugins"), std::string::npos) << r.failed.front().reason;
+  EXPECT_NE(r.failed.front().reason.find("FIFO"), std::string::npos) << r.failed.front().reason;
 }
 
 TEST_F(HostTest, ReportsLoadFailuresWithTheirKind) {

@@ -12,7 +12,10 @@ enum ExitCode : int {
   k_exit_manifest = 3,   // plugin.json missing, unreadable or invalid
   k_exit_extension = 4,  // the extension failed: spawn, transport, protocol or its own error
   k_exit_timeout = 5,    // the extension did not answer in time
+  k_exit_signal_base = 128,  // interrupted: 128 + the signal, as a shell reports it
 };
+
+inline int exit_code_for_signal(int signo) { return k_exit_signal_base + signo; }
 
 inline int exit_code_for(ErrorKind kind) {
   switch (kind) {
@@ -32,6 +35,7 @@ inline constexpr const char* k_exit_code_table =
     "  2  usage error (bad arguments or input JSON)\n"
     "  3  manifest error (plugin.json missing or invalid)\n"
     "  4  extension failed (spawn, transport, protocol or its own error)\n"
-    "  5  timeout (the extension did not answer in time)\n";
+    "  5  timeout (the extension did not answer in time)\n"
+    "  129, 130, 143  interrupted by SIGHUP, SIGINT or SIGTERM; every extension stopped first\n";
 
 }  // namespace exthost::cli

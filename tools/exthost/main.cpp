@@ -13,8 +13,10 @@
 #include "exthost/serve.hpp"
 #include "exthost/version.hpp"
 #include "json_numbers.hpp"
+#include "open_line.hpp"
 #include "progress.hpp"
 #include "render.hpp"
+#include "signals.hpp"
 #include "style.hpp"
 
 namespace {
@@ -36,9 +38,20 @@ struct Options {
   ResourceLimits resource_limits;   // parsed from `limits`
 };
 
+// The process's signal watcher and the line stdout may leave open, both set up by main()
+// before any verb runs.
+SignalWatcher* g_signals = nullptr;
+OpenLine* g_stdout_line = nullptr;
+
+// Whether SIGINT, SIGTERM or SIGHUP has come: the verb then stops where it is, and main()
+// reports the interruption instead of what the stop did to a call in flight.
+bool interrupted() { return g_signals->received() != 0; }
+int interrupted_exit() { return exit_code_for_signal(g_signals->received()); }
+
 Style out_style() { return Style::for_stream(stdout); }
 
 int fail(const Error& e) {
+  if (interrupted()) return interrupted_exit();  // a call the stop cancelled: not the extension's fault
   const Style s = Style::for_stream(stderr);
   std::cerr << s.red("exthost: error:") << " " << e.message << "\n";
   return exit_code_for(e.kind);
@@ -100,9 +113,16 @@ void print_info(const ExtensionInfo& info) {
 template <class Op>
 int with_plugin(const Options& o, Op op) {
   Host host(host_options(o));
+  Watch watch(*g_signals, host);
+  if (interrupted()) return interrupted_exit();
   auto info = host.load(o.dir);
+  if (interrupted()) {
+    host.shutdown_all();  // a load the signal did not reach; a later signal still kills it
+    return interrupted_exit();
+  }
   if (!info) return fail(info.error());
   const int rc = op(host, *info);
+  if (interrupted()) return interrupted_exit();  // the watcher stops it
   auto stopped = host.unload(info->id);
   if (rc == k_exit_ok && !stopped) return fail(stopped.error());
   return rc;
@@ -112,6 +132,8 @@ int with_plugin(const Options& o, Op op) {
 template <class Op>
 int with_plugins(const Options& o, Op op) {
   Host host(host_options(o));
+  Watch watch(*g_signals, host);
+  if (interrupted()) return interrupted_exit();
   DiscoveryReport report;
   if (!o.dir.empty()) {
     auto info = host.load(o.dir);
@@ -119,6 +141,10 @@ int with_plugins(const Options& o, Op op) {
     report.loaded.push_back(info->id);
   } else {
     report = host.discover();
+  }
+  if (interrupted()) {
+    host.shutdown_all();  // what loaded after the signal; a later signal still kills it
+    return interrupted_exit();
   }
   const int rc = op(host, report);
   host.shutdown_all();
@@ -153,6 +179,7 @@ int run_hook(const Options& o, const std::string& kind, const std::string& event
     if (!finite_numbers(parsed)) return fail(Error::usage("hook.handle: EVENT_JSON holds a number out of range"));
     parsed.as_object()["kind"] = kind;
     auto result = host.emit_hook(boost::json::serialize(parsed));
+    if (interrupted()) return interrupted_exit();  // a stopped handler's "continue" is no verdict
     if (!result) return fail(result.error(), info.id, "hook.handle");
     if (o.json) {
       std::printf("{\"result\":%s}\n", result->c_str());
@@ -190,7 +217,7 @@ int run_invoke(const Options& o, const std::string& command, const std::vector<s
     const Style s = out_style();
     Result<CommandOutput> out = Error::internal("not run");
     {
-      TaskBoard board(stdout, s.colour(), s);  // live bars only on a terminal
+      TaskBoard board(*g_stdout_line, s.colour(), s);  // live bars only on a terminal
       out = host.invoke_command(info.id, command, args, [&board](const std::string& e) { board.show(e); });
     }
     if (!out) return fail(out.error(), info.id, "command.invoke");
@@ -211,7 +238,7 @@ int run_complete(const Options& o, const std::string& params, bool stream) {
           std::printf("{\"event\":%s}\n", event.c_str());
         } else {
           const auto e = boost::json::parse(event).as_object();
-          if (e.at("type") == "text") std::fputs(std::string(e.at("text").as_string()).c_str(), stdout);
+          if (e.at("type") == "text") g_stdout_line->write(std::string(e.at("text").as_string()));
         }
         std::fflush(stdout);  // deltas are shown as they arrive
       });
@@ -222,7 +249,7 @@ int run_complete(const Options& o, const std::string& params, bool stream) {
     if (o.json) {
       std::printf("{\"result\":%s}\n", result->c_str());
     } else if (stream) {
-      std::printf("\n");
+      g_stdout_line->write("\n");
     } else {
       std::printf("%s\n", provider_text(*result).c_str());
     }
@@ -349,7 +376,13 @@ int run_stats(const Options& o) {
 int run_conformance(const Options& o) {
   const auto step = o.timeout > 0 ? std::chrono::milliseconds(static_cast<long long>(o.timeout * 1000))
                                   : std::chrono::milliseconds(5000);
-  const auto report = check_conformance(o.dir, step);
+  StopPipe stop;
+  ConformanceReport report;
+  {
+    Watch watch(*g_signals, stop.write_fd());
+    report = check_conformance(o.dir, step, stop.read_fd());
+  }
+  if (interrupted()) return interrupted_exit();
   if (o.json) {
     boost::json::array checks;
     for (const auto& c : report.checks) {
@@ -396,9 +429,8 @@ CLI::App* verb(CLI::App& app, const char* name, const char* what, Options& o, bo
   return sub;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Parses the arguments and runs the verb they name.
+int run_verb(int argc, char** argv) {
   CLI::App app{"exthost — host AI-agent extensions (JSON-RPC 2.0 over stdio) and test them."};
   app.footer(std::string(k_exit_code_table) + "\nColour only on a terminal; NO_COLOR turns it off.");
   app.set_version_flag("--version", std::string(k_version));
@@ -472,8 +504,11 @@ int main(int argc, char** argv) {
     if (stats->parsed()) return run_stats(o);
     if (conformance->parsed()) return run_conformance(o);
     if (serve_cmd->parsed()) {
+      StopPipe stop;
       ServeOptions options;
       options.host = host_options(o);
+      options.stop_fd = stop.read_fd();
+      Watch watch(*g_signals, stop.write_fd());
       return serve(options) == 0 ? k_exit_ok : k_exit_usage;
     }
   } catch (const std::exception& e) {
@@ -481,4 +516,21 @@ int main(int argc, char** argv) {
     return k_exit_internal;
   }
   return k_exit_usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SignalWatcher::block_stop_signals();  // before any thread: every thread inherits the mask
+  OpenLine stdout_line(stdout);
+  SignalWatcher signals(stdout_line);
+  g_signals = &signals;
+  g_stdout_line = &stdout_line;
+  const int rc = run_verb(argc, argv);
+  if (const int signo = signals.received()) {
+    std::cerr << "exthost: interrupted (" << signal_name(signo) << "); every extension "
+              << (signals.killed() ? "killed" : "stopped") << "\n";
+    return exit_code_for_signal(signo);
+  }
+  return rc;
 }

@@ -2,7 +2,8 @@
 //
 // On a terminal, the bar of the task last touched is redrawn in place (carriage return,
 // erase line); any other output first ends that line. Elsewhere every event is one line,
-// so logs and pipes stay readable.
+// so logs and pipes stay readable. Everything goes through an OpenLine, which the signal
+// watcher ends and seals when the command is interrupted mid-bar.
 #pragma once
 
 #include <boost/json.hpp>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "open_line.hpp"
 #include "render.hpp"
 #include "style.hpp"
 
@@ -18,18 +20,17 @@ namespace exthost::cli {
 
 class TaskBoard {
  public:
-  TaskBoard(std::FILE* out, bool live, Style style) : m_out(out), m_live(live), m_style(style) {}
-  ~TaskBoard() { end_line(); }
+  TaskBoard(OpenLine& line, bool live, Style style) : m_line(line), m_live(live), m_style(style) {}
+  ~TaskBoard() { m_line.end(); }
 
   // Shows one retained command event (JSON text, as Host::invoke_command hands it over).
   void show(const std::string& event_json) {
     const auto v = boost::json::parse(event_json).as_object();
     if (!m_live || !v.contains("method")) {
-      end_line();
+      m_line.end();
       std::string text = render_event(event_json);
       if (v.contains("kind") && v.at("kind") == "error") text = m_style.red(text.substr(0, text.size() - 1)) + "\n";
-      std::fputs(text.c_str(), m_out);
-      std::fflush(m_out);
+      m_line.write(text);
       return;
     }
     const std::string method(v.at("method").as_string());
@@ -42,8 +43,8 @@ class TaskBoard {
       if (v.contains("total")) t.total = v.at("total").to_number<std::uint64_t>();
       if (v.contains("message")) t.message = std::string(v.at("message").as_string());
     } else if (method == "task.log") {
-      end_line();
-      std::fprintf(m_out, "%s %s\n", m_style.dim("[" + id + "]").c_str(), std::string(v.at("line").as_string()).c_str());
+      m_line.end();
+      m_line.write(m_style.dim("[" + id + "]") + " " + std::string(v.at("line").as_string()) + "\n");
     } else {  // task.done
       t.done = true;
       if (v.contains("error")) t.error = std::string(v.at("error").as_string());
@@ -64,7 +65,7 @@ class TaskBoard {
   static constexpr int k_bar_width = 24;
 
   void draw(const std::string& id, const Task& t) {
-    if (m_open && m_open_id != id) end_line();
+    if (m_open_id != id) m_line.end();
     std::string line = "\r\x1b[K" + m_style.bold(t.label.empty() ? id : t.label) + " ";
     if (t.total && *t.total > 0) {
       const double f = std::min(1.0, static_cast<double>(t.current.value_or(0)) / static_cast<double>(*t.total));
@@ -76,25 +77,16 @@ class TaskBoard {
       line += std::to_string(*t.current);
     }
     if (!t.message.empty()) line += " " + m_style.dim(t.message);
-    if (t.done) line += t.error ? " " + m_style.red("failed: " + *t.error) : " " + m_style.green("done");
-    std::fputs(line.c_str(), m_out);
-    std::fflush(m_out);
-    m_open = !t.done;
+    if (t.done) line += (t.error ? " " + m_style.red("failed: " + *t.error) : " " + m_style.green("done")) + "\n";
+    m_line.write(line);  // a bar still running leaves its line open, to be redrawn
     m_open_id = id;
-    if (t.done) std::fputs("\n", m_out);
   }
 
-  void end_line() {
-    if (m_open) std::fputs("\n", m_out);
-    m_open = false;
-  }
-
-  std::FILE* m_out;
+  OpenLine& m_line;
   bool m_live;
   Style m_style;
   std::map<std::string, Task> m_tasks;
-  bool m_open = false;  // a bar line is being redrawn and has no newline yet
-  std::string m_open_id;
+  std::string m_open_id;  // the task whose bar was drawn last
 };
 
 }  // namespace exthost::cli

@@ -11,18 +11,23 @@ namespace exthost::cli {
 namespace {
 
 // Everything a TaskBoard wrote, read back from a temporary file.
-std::string shown(bool live, const std::vector<std::string>& events) {
-  std::FILE* f = std::tmpfile();
-  {
-    TaskBoard board(f, live, Style(false));
-    for (const auto& e : events) board.show(e);
-  }
+std::string read_back(std::FILE* f) {
   std::rewind(f);
   std::string out;
   char buf[256];
   while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
   std::fclose(f);
   return out;
+}
+
+std::string shown(bool live, const std::vector<std::string>& events) {
+  std::FILE* f = std::tmpfile();
+  {
+    OpenLine line(f);
+    TaskBoard board(line, live, Style(false));
+    for (const auto& e : events) board.show(e);
+  }
+  return read_back(f);
 }
 
 const std::vector<std::string> k_events = {
@@ -43,6 +48,36 @@ TEST(TaskBoard, OnATerminalABarIsRedrawnInPlaceAndOtherOutputEndsItsLine) {
   const std::string bar_full = "Downloading [" + std::string(24, '#') + "] 4/4 all";
   EXPECT_EQ(shown(true, k_events), "\r\x1b[KDownloading \r\x1b[K" + bar_quarter + "\nbetween\n\r\x1b[K" + bar_full +
                                        "\r\x1b[K" + bar_full + " done\n");
+}
+
+// What the signal watcher does to a bar being redrawn: the line ends, nothing follows it.
+TEST(TaskBoard, ASealedLineEndsTheBarAndDrawsNothingMore) {
+  std::FILE* f = std::tmpfile();
+  {
+    OpenLine line(f);
+    TaskBoard board(line, true, Style(false));
+    board.show(k_events[0]);
+    board.show(k_events[1]);
+    line.seal();
+    board.show(k_events[3]);
+    board.show(k_events[2]);
+  }
+  const std::string bar_quarter = "Downloading [" + std::string(6, '#') + std::string(18, '-') + "] 1/4";
+  EXPECT_EQ(read_back(f), "\r\x1b[KDownloading \r\x1b[K" + bar_quarter + "\n");
+}
+
+TEST(OpenLine, EndsOnlyAnUnfinishedLine) {
+  std::FILE* f = std::tmpfile();
+  {
+    OpenLine line(f);
+    line.write("whole\n");
+    line.end();
+    line.write("par");
+    line.write("tial");
+    line.end();
+    line.end();
+  }
+  EXPECT_EQ(read_back(f), "whole\npartial\n");
 }
 
 TEST(Style, ColourNeedsATerminalAndNoNoColor) {
