@@ -1,35 +1,39 @@
-// serve/server.cpp — `exthost serve`: requests in, Host calls, replies out.
+// serve/server.cpp — `exthost serve`: requests in, Host calls, replies and stream
+// notifications out.
 //
 // The reading thread parses frames and hands each request to a thread of its own (at most
 // k_max_serve_in_flight at once); replies and stream notifications are written whole under
-// one mutex. host.shutdown is answered on the reading thread after every extension stopped.
+// one mutex, each with its request's id as the bytes that came in, none over the frame cap.
+// host.shutdown is answered on the reading thread after every extension stopped.
 #include "exthost/serve.hpp"
 
 #include <unistd.h>
 
-#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
-#include <functional>
-#include <map>
+#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <semaphore>
 #include <thread>
+#include <variant>
 
 #include "exthost/json_text.hpp"
+#include "serve/reply.hpp"
+#include "serve/request_id.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wire/frame_parser.hpp"
-#include "wire/frame_writer.hpp"
 #include "wire/json.hpp"
 
 namespace exthost {
 namespace json = boost::json;
 namespace {
 
-// JSON-RPC's own codes, then one per ErrorKind (docs/serve.md).
+// JSON-RPC's own codes, then one per ErrorKind, then the server's own (docs/serve.md).
 constexpr int k_parse_error = -32700;
 constexpr int k_invalid_request = -32600;
 constexpr int k_method_not_found = -32601;
@@ -38,6 +42,9 @@ constexpr int k_internal_error = -32603;
 constexpr int k_manifest_error = -32001;
 constexpr int k_extension_error = -32002;
 constexpr int k_timeout_error = -32003;
+
+// Bytes taken from the input at once.
+constexpr std::size_t k_input_chunk = 64 * 1024;
 
 int code_for(ErrorKind k) {
   switch (k) {
@@ -50,7 +57,7 @@ int code_for(ErrorKind k) {
   return k_internal_error;
 }
 
-std::string_view kind_name(ErrorKind k) {
+std::string kind_name(ErrorKind k) {
   switch (k) {
     case ErrorKind::usage: return "usage";
     case ErrorKind::manifest: return "manifest";
@@ -61,18 +68,118 @@ std::string_view kind_name(ErrorKind k) {
   return "internal";
 }
 
-// A failed request: its method, the extension it concerned (if any), the host's error.
+std::string mib(std::size_t bytes) { return std::to_string(bytes / (1024 * 1024)) + " MiB"; }
+
+// A failed request: its code and kind, the message (naming the extension, as the host's
+// own texts do) and the extension it concerned, if any.
 struct Failure {
-  Error error;
+  int code = k_internal_error;
+  std::string kind = "internal";
+  std::string message;
   std::string extension;
+
+  Failure(Error e, std::string ext)
+      : code(code_for(e.kind)), kind(kind_name(e.kind)), message(std::move(e.message)), extension(std::move(ext)) {}
+  Failure(int c, std::string k, std::string m, std::string ext)
+      : code(c), kind(std::move(k)), message(std::move(m)), extension(std::move(ext)) {}
 };
 
-using Reply = std::variant<json::value, Failure>;
+// A successful answer: a JSON text, or {"<key>": JSON text} with a key.
+struct Answer {
+  std::string json;
+  std::string key;
+};
 
-json::value parsed(const std::string& text) {
-  wire::JsonParser parser;
-  auto v = parser.parse(text);
-  return v ? std::move(v).value() : json::value(nullptr);
+// A request's answer, or its failure.
+using Reply = std::variant<Answer, Failure>;
+
+struct Request {
+  std::string raw_id;  // the id's bytes as they came
+  std::string method;
+  json::value params;
+};
+
+Reply wrapped(Result<std::string> r, const std::string& extension, std::string key) {
+  if (!r) return Failure{std::move(r).error(), extension};
+  return Answer{std::move(r).value(), std::move(key)};
+}
+
+const json::string* str(const json::value& params, std::string_view key) {
+  const auto* o = params.if_object();
+  const auto* v = o ? o->if_contains(key) : nullptr;
+  return v ? v->if_string() : nullptr;
+}
+
+const json::value* member(const json::value& params, std::string_view key) {
+  const auto* o = params.if_object();
+  return o ? o->if_contains(key) : nullptr;
+}
+
+Failure missing(std::string_view key) {
+  return Failure{Error::usage("missing or invalid '" + std::string(key) + "' parameter"), {}};
+}
+
+// The extension a request concerns, as its error replies name it: the `id` parameter, or
+// the plugin part of tool.call's tool name.
+std::string extension_of(const Request& r) {
+  if (r.method == "tool.call") {
+    const auto* tool = str(r.params, "tool");
+    if (!tool) return {};
+    const std::string name(*tool);
+    return name.substr(0, name.find(':'));
+  }
+  if (r.method == "host.load" || r.method == "host.discover" || r.method == "host.list" || r.method == "host.tools" ||
+      r.method == "hook.emit" || r.method == "session.start" || r.method == "session.end") {
+    return {};
+  }
+  const auto* id = str(r.params, "id");
+  return id ? std::string(*id) : std::string();
+}
+
+std::string failure_frame(const Request& r, const Failure& f) {
+  json::object data{{"kind", f.kind}, {"method", r.method}};
+  data["extension"] = f.extension.empty() ? json::value(nullptr) : json::value(f.extension);
+  const json::value data_value(std::move(data));
+  return server::error_frame(r.raw_id, f.code, r.method + ": " + f.message, &data_value);
+}
+
+// A failure whose message names the extension when there is one.
+Failure server_failure(int code, std::string kind, const std::string& extension, const std::string& text) {
+  const std::string message = extension.empty() ? text : "Extension '" + extension + "': " + text;
+  return Failure{code, std::move(kind), message, extension};
+}
+
+Failure over_cap(const std::string& extension, std::string_view what, std::size_t bytes) {
+  return server_failure(extension.empty() ? k_internal_error : k_extension_error,
+                        extension.empty() ? "internal" : "extension", extension,
+                        std::string(what) + " of " + std::to_string(bytes) + " bytes exceeds the " +
+                            mib(server::k_max_output_body) + " frame cap");
+}
+
+// The frame answering `r` with `reply`; a result over the frame cap becomes an error.
+std::string reply_frame(const Request& r, const Reply& reply) {
+  if (const auto* answer = std::get_if<Answer>(&reply)) {
+    std::size_t size = 0;
+    if (auto frame = server::result_frame(r.raw_id, answer->json, size, answer->key)) return std::move(*frame);
+    return failure_frame(r, over_cap(extension_of(r), "result", size));
+  }
+  return failure_frame(r, std::get<Failure>(reply));
+}
+
+std::string internal_error_frame(const Request& r, std::string_view what) {
+  return failure_frame(r, Failure{k_internal_error, "internal", "internal error: " + std::string(what), extension_of(r)});
+}
+
+bool known(const std::string& method) {
+  static const char* const k_methods[] = {
+      "host.load",  "host.unload",   "host.reload",    "host.discover",     "host.list",
+      "host.tools", "host.health",   "host.stats",     "host.config",       "host.shutdown",
+      "tool.call",  "hook.emit",     "command.invoke", "provider.complete", "provider.stream",
+      "info.get",   "session.start", "session.end"};
+  for (const char* m : k_methods) {
+    if (method == m) return true;
+  }
+  return false;
 }
 
 class Server {
@@ -80,8 +187,27 @@ class Server {
   explicit Server(const ServeOptions& o) : m_options(o), m_host(o.host) {}
 
   int run() {
+    int status = 0;
+    try {
+      status = read_requests();
+    } catch (const std::exception& e) {
+      util::log().error("serve: reading requests failed: {}", e.what());
+      status = 1;
+    } catch (...) {
+      util::log().error("serve: reading requests failed");
+      status = 1;
+    }
+    wait_idle();
+    m_host.shutdown_all();
+    return status;
+  }
+
+ private:
+  // Reads and starts requests until the input ends or host.shutdown arrives. Returns 1
+  // when the input broke the framing, else 0.
+  int read_requests() {
     wire::FrameParser parser("serve client");
-    std::string buffer(64 * 1024, '\0');
+    std::string buffer(k_input_chunk, '\0');
     int status = 0;
     while (!m_stopping) {
       const ssize_t n = ::read(m_options.input_fd, buffer.data(), buffer.size());
@@ -98,7 +224,7 @@ class Server {
         auto step = parser.feed(input);
         input.remove_prefix(step.consumed);
         if (step.error) {
-          write(wire::encode_error_reply(nullptr, k_parse_error, "Parse error: " + *step.error));
+          write(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + *step.error));
           m_stopping = true;
           status = 1;
           break;
@@ -106,70 +232,85 @@ class Server {
         if (step.body) handle_frame(std::string(*step.body));
       }
     }
-    wait_idle();
-    m_host.shutdown_all();
     return status;
   }
 
- private:
-  void handle_frame(const std::string& body) {
-    wire::JsonParser parser;
-    auto v = parser.parse(body);
-    if (!v) {
-      write(wire::encode_error_reply(nullptr, k_parse_error, "Parse error: " + v.error().message));
-      return;
+  void handle_frame(std::string body) {
+    Request r{std::string(server::k_null_id), {}, {}};
+    try {
+      wire::JsonParser parser;
+      auto v = parser.parse(body);
+      if (!v) {
+        write(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + v.error().message));
+        return;
+      }
+      const auto* o = v->if_object();
+      const json::value* method = o ? o->if_contains("method") : nullptr;
+      const json::value* id = o ? o->if_contains("id") : nullptr;
+      const bool id_valid = id != nullptr && (id->is_string() || id->is_number());
+      if (id_valid) {
+        const auto raw = server::raw_member(body, "id");
+        r.raw_id = raw ? std::string(*raw) : json::serialize(*id);
+      }
+      if (method == nullptr || !method->is_string()) {
+        write(server::error_frame(r.raw_id, k_invalid_request, "Invalid Request: expected a method"));
+        return;
+      }
+      if (id == nullptr || id->is_null()) return;  // notifications ask for nothing
+      if (!id_valid) {
+        write(
+            server::error_frame(server::k_null_id, k_invalid_request, "Invalid Request: id must be a string or a number"));
+        return;
+      }
+      r.method = std::string(method->get_string());
+      if (!known(r.method)) {
+        write(server::error_frame(r.raw_id, k_method_not_found, "method not found: " + r.method));
+        return;
+      }
+      if (r.method == "host.shutdown") {  // answered here, after every extension stopped
+        wait_idle();
+        m_host.shutdown_all();
+        std::size_t size = 0;
+        if (auto frame = server::result_frame(r.raw_id, R"({"ok":true})", size)) write(std::move(*frame));
+        m_stopping = true;
+        return;
+      }
+      const json::value* p = o->if_contains("params");
+      r.params = p ? *p : json::value(json::object());
+      start(std::move(r));
+    } catch (const std::exception& e) {
+      internal_error_now(r, e.what());
+    } catch (...) {
+      internal_error_now(r, "unknown exception");
     }
-    const auto* o = v->if_object();
-    const json::value* method = o ? o->if_contains("method") : nullptr;
-    const json::value* id = o ? o->if_contains("id") : nullptr;
-    if (method == nullptr || !method->is_string()) {
-      write(wire::encode_error_reply(id && (id->is_string() || id->is_number()) ? *id : json::value(nullptr),
-                                     k_invalid_request, "Invalid Request: expected a method"));
-      return;
-    }
-    if (id == nullptr || id->is_null()) return;  // notifications ask for nothing
-    if (!id->is_string() && !id->is_number()) {
-      write(wire::encode_error_reply(nullptr, k_invalid_request, "Invalid Request: id must be a string or a number"));
-      return;
-    }
-    const std::string name(method->get_string());
-    const json::value* p = o->if_contains("params");
-    json::value params = p ? *p : json::value(json::object());
-    if (!known(name)) {
-      write(wire::encode_error_reply(*id, k_method_not_found, "method not found: " + name));
-      return;
-    }
-    if (name == "host.shutdown") {  // answered here, after every extension stopped
-      wait_idle();
-      m_host.shutdown_all();
-      reply(*id, name, json::value(json::object{{"ok", true}}));
-      m_stopping = true;
-      return;
-    }
+  }
+
+  // The reading thread's answer to a frame whose handling threw.
+  void internal_error_now(const Request& r, std::string_view what) {
+    write(r.method.empty()
+                          ? server::error_frame(r.raw_id, k_internal_error, "internal error: " + std::string(what))
+                          : internal_error_frame(r, what));
+  }
+
+  // Runs `r` on a thread of its own.
+  void start(Request r) {
     m_slots.acquire();  // backpressure: the input waits while every slot is busy
     {
       std::lock_guard lock(m_mutex);
       ++m_active;
     }
-    std::thread([this, request_id = *id, name, params = std::move(params)]() mutable {
-      Reply r = dispatch(request_id, name, params);
-      reply(request_id, name, std::move(r));
-      m_slots.release();
-      std::lock_guard lock(m_mutex);
-      if (--m_active == 0) m_idle.notify_all();
-    }).detach();
+    try {
+      std::thread([this, r = std::move(r)]() mutable { run_request(std::move(r)); }).detach();
+    } catch (...) {
+      finished();
+      throw;
+    }
   }
 
-  static bool known(const std::string& method) {
-    static const char* const k_methods[] = {
-        "host.load",   "host.unload",    "host.reload",       "host.discover",   "host.list",
-        "host.tools",  "host.health",    "host.stats",        "host.config",     "host.shutdown",
-        "tool.call",   "hook.emit",      "command.invoke",    "provider.complete", "provider.stream",
-        "info.get",    "session.start",  "session.end"};
-    for (const char* m : k_methods) {
-      if (method == m) return true;
-    }
-    return false;
+  void finished() {
+    m_slots.release();
+    std::lock_guard lock(m_mutex);
+    if (--m_active == 0) m_idle.notify_all();
   }
 
   void wait_idle() {
@@ -177,20 +318,7 @@ class Server {
     m_idle.wait(lock, [this] { return m_active == 0; });
   }
 
-  void reply(const json::value& id, const std::string& method, Reply r) {
-    if (auto* v = std::get_if<json::value>(&r)) {
-      write(wire::encode_result_reply(id, *v));
-      return;
-    }
-    auto& f = std::get<Failure>(r);
-    json::object data{{"kind", kind_name(f.error.kind)}, {"method", method}};
-    data["extension"] = f.extension.empty() ? json::value(nullptr) : json::value(f.extension);
-    const json::value data_value(std::move(data));
-    write(wire::encode_error_reply(id, code_for(f.error.kind), method + ": " + f.error.message, &data_value));
-  }
-
-  void write(const std::string& body) {
-    const std::string frame = wire::FrameWriter::frame(body);
+  void write(const std::string& frame) {
     std::lock_guard lock(m_write_mutex);
     std::size_t off = 0;
     while (off < frame.size() && !m_output_closed) {
@@ -205,29 +333,41 @@ class Server {
     }
   }
 
-  // --- the methods ---------------------------------------------------------------------
+  // --- a request's own thread ----------------------------------------------------------
 
-  static const json::string* str(const json::value& params, std::string_view key) {
-    const auto* o = params.if_object();
-    const auto* v = o ? o->if_contains(key) : nullptr;
-    return v ? v->if_string() : nullptr;
+  void run_request(Request r) {
+    try {
+      std::string frame;
+      try {
+        frame = answer(r);
+      } catch (const std::exception& e) {
+        frame = internal_error_frame(r, e.what());
+      } catch (...) {
+        frame = internal_error_frame(r, "unknown exception");
+      }
+      if (!frame.empty()) write(frame);
+    } catch (const std::exception& e) {
+      util::log().error("serve: {}: the answer could not be written: {}", r.method, e.what());
+    } catch (...) {
+      util::log().error("serve: {}: the answer could not be written", r.method);
+    }
+    finished();
   }
 
-  static Failure missing(std::string_view key) {
-    return Failure{Error::usage("missing or invalid '" + std::string(key) + "' parameter"), {}};
-  }
-
-  static Reply from(Result<std::string> r, const std::string& extension, const char* key) {
-    if (!r) return Failure{std::move(r).error(), extension};
-    return json::value(json::object{{key, parsed(*r)}});
+  // The frame answering `r`.
+  std::string answer(const Request& r) {
+    if (r.method == "provider.stream") return stream(r);
+    return reply_frame(r, dispatch(r));
   }
 
   Reply info_reply(Result<ExtensionInfo> r, const std::string& extension) {
     if (!r) return Failure{std::move(r).error(), extension};
-    return parsed(to_json_text(*r));
+    return Answer{to_json_text(*r), {}};
   }
 
-  Reply dispatch(const json::value& request_id, const std::string& method, const json::value& params) {
+  Reply dispatch(const Request& r) {
+    const std::string& method = r.method;
+    const json::value& params = r.params;
     const auto* id = str(params, "id");
     const std::string ext = id ? std::string(*id) : std::string();
     if (method == "host.load") {
@@ -235,48 +375,48 @@ class Server {
       if (!path) return missing("path");
       return info_reply(m_host.load(std::string(*path)), {});
     }
-    if (method == "host.discover") return parsed(to_json_text(m_host.discover()));
+    if (method == "host.discover") return Answer{to_json_text(m_host.discover()), {}};
     if (method == "host.list") {
-      json::array all;
-      for (const auto& info : m_host.list()) all.push_back(parsed(to_json_text(info)));
-      return json::value(json::object{{"extensions", std::move(all)}});
+      std::string all;
+      for (const auto& info : m_host.list()) all += (all.empty() ? "" : ",") + to_json_text(info);
+      return Answer{"[" + all + "]", "extensions"};
     }
     if (method == "host.tools") {
-      json::array all;
-      for (const auto& t : m_host.tools()) all.push_back(parsed(to_json_text(t)));
-      return json::value(json::object{{"tools", std::move(all)}});
+      std::string all;
+      for (const auto& t : m_host.tools()) all += (all.empty() ? "" : ",") + to_json_text(t);
+      return Answer{"[" + all + "]", "tools"};
     }
     if (method == "tool.call") {
       const auto* tool = str(params, "tool");
       if (!tool) return missing("tool");
-      const auto& o = params.as_object();
-      const auto* input = o.if_contains("input");
+      const auto* input = member(params, "input");
       ToolCallContext context;
       if (const auto* s = str(params, "session_id")) context.session_id = std::string(*s);
       if (const auto* c = str(params, "cwd")) context.cwd = std::string(*c);
-      const std::string name(*tool);
-      auto r = m_host.call_named_tool(name, input ? json::serialize(*input) : std::string("{}"), context);
-      return from(std::move(r), name.substr(0, name.find(':')), "result");
+      auto result =
+          m_host.call_named_tool(std::string(*tool), input ? json::serialize(*input) : std::string("{}"), context);
+      return wrapped(std::move(result), extension_of(r), "result");
     }
-    if (method == "hook.emit") return from(m_host.emit_hook(json::serialize(params)), {}, "result");
+    if (method == "hook.emit") return wrapped(m_host.emit_hook(json::serialize(params)), {}, "result");
     if (method == "session.start" || method == "session.end") {
       const auto* session = str(params, "session_id");
       if (!session) return missing("session_id");
       if (method == "session.start") {
         auto injection = m_host.session_start(std::string(*session));
-        return json::value(json::object{{"injection", injection ? json::value(*injection) : json::value(nullptr)}});
+        return Answer{injection ? json::serialize(json::value(*injection)) : std::string("null"), "injection"};
       }
-      const auto* transcript = params.as_object().if_contains("transcript");
-      auto ended = m_host.session_end(std::string(*session),
-                                      transcript && !transcript->is_null() ? json::serialize(*transcript) : std::string());
+      const auto* transcript = member(params, "transcript");
+      auto ended = m_host.session_end(std::string(*session), transcript && !transcript->is_null()
+                                                                  ? json::serialize(*transcript)
+                                                                  : std::string());
       if (!ended) return Failure{std::move(ended).error(), {}};
-      return json::value(json::object{{"completed", *ended}});
+      return Answer{*ended ? "true" : "false", "completed"};
     }
     if (!id) return missing("id");
     if (method == "host.unload") {
-      auto r = m_host.unload(ext);
-      if (!r) return Failure{std::move(r).error(), ext};
-      return json::value(json::object{{"ok", true}});
+      auto unloaded = m_host.unload(ext);
+      if (!unloaded) return Failure{std::move(unloaded).error(), ext};
+      return Answer{"true", "ok"};
     }
     if (method == "host.reload") return info_reply(m_host.reload(ext), ext);
     if (method == "host.health") {
@@ -288,40 +428,55 @@ class Server {
       o["lifecycle"] = life ? json::value(json::object{{"generation", life->generation},
                                                        {"health", std::string(to_string(life->health))}})
                             : json::value(nullptr);
-      return json::value(std::move(o));
+      return Answer{json::serialize(o), {}};
     }
     if (method == "host.stats") {
       auto s = m_host.stats(ext);
       if (!s) return Failure{std::move(s).error(), ext};
-      return parsed(to_json_text(*s));
+      return Answer{to_json_text(*s), {}};
     }
-    if (method == "host.config") return from(m_host.config_report(ext), ext, "config");
-    if (method == "info.get") return from(m_host.info(ext), ext, "info");
+    if (method == "host.config") return wrapped(m_host.config_report(ext), ext, "config");
+    if (method == "info.get") return wrapped(m_host.info(ext), ext, "info");
     if (method == "command.invoke") {
       const auto* command = str(params, "command");
       if (!command) return missing("command");
       std::vector<std::string> args;
-      if (const auto* a = params.as_object().if_contains("args"); a != nullptr && a->is_array()) {
+      if (const auto* a = member(params, "args"); a != nullptr && a->is_array()) {
         for (const auto& item : a->get_array()) {
           if (!item.is_string()) return missing("args");
           args.emplace_back(item.get_string());
         }
       }
-      auto r = m_host.invoke_command(ext, std::string(*command), args);
-      if (!r) return Failure{std::move(r).error(), ext};
-      return parsed(to_json_text(*r));
+      auto invoked = m_host.invoke_command(ext, std::string(*command), args);
+      if (!invoked) return Failure{std::move(invoked).error(), ext};
+      return Answer{to_json_text(*invoked), {}};
     }
-    if (method == "provider.complete" || method == "provider.stream") {
-      const auto* p = params.as_object().if_contains("params");
-      const std::string turn = p ? json::serialize(*p) : std::string("{}");
-      if (method == "provider.complete") return from(m_host.complete(ext, turn), ext, "result");
-      auto r = m_host.stream(ext, turn, [this, request_id](const std::string& event) {
-        write(wire::encode_notification("provider.stream.event",
-                                        json::object{{"request_id", request_id}, {"event", parsed(event)}}));
-      });
-      return from(std::move(r), ext, "result");
+    if (method == "provider.complete") {
+      const auto* p = member(params, "params");
+      return wrapped(m_host.complete(ext, p ? json::serialize(*p) : std::string("{}")), ext, "result");
     }
     return Failure{Error::internal("no handler for a known method"), {}};
+  }
+
+  // provider.stream: each event is written as a notification naming the request; one that
+  // would exceed the frame cap ends the stream's delivery, and the request with an error.
+  std::string stream(const Request& r) {
+    const auto* id = str(r.params, "id");
+    if (!id) return reply_frame(r, missing("id"));
+    const std::string ext(*id);
+    const auto* p = member(r.params, "params");
+    std::optional<std::size_t> over;  // the size of the event that did not fit
+    auto streamed = m_host.stream(ext, p ? json::serialize(*p) : std::string("{}"), [&](const std::string& event) {
+      if (over) return;
+      std::size_t size = 0;
+      if (auto frame = server::stream_event_frame(r.raw_id, event, size)) {
+        write(*frame);
+      } else {
+        over = size;
+      }
+    });
+    if (over) return failure_frame(r, over_cap(ext, "stream event", *over));
+    return reply_frame(r, wrapped(std::move(streamed), ext, "result"));
   }
 
   ServeOptions m_options;

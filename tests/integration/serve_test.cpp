@@ -7,6 +7,8 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <functional>
+#include <regex>
 #include <set>
 
 #include "../support/plugin_dir.hpp"
@@ -20,11 +22,30 @@ namespace json = boost::json;
 using exthost::testing::TempRoot;
 using exthost::testing::write_fake_plugin;
 
-// A client of one `exthost serve` process. Every read is bounded: a silent server fails
-// the test instead of hanging it.
+// Runs the server in a child process whose stdin and stdout are the client's pipes; never
+// returns.
+using ServerMain = std::function<void()>;
+
+// `exthost serve` with `args` after "serve"; `before_exec` runs in the child first.
+ServerMain cli_server(std::vector<std::string> args, std::function<void()> before_exec = {}) {
+  return [args = std::move(args), before_exec = std::move(before_exec)] {
+    if (before_exec) before_exec();
+    std::vector<char*> argv{const_cast<char*>("exthost"), const_cast<char*>("serve")};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(EXTHOST_CLI, argv.data());
+    ::_exit(127);
+  };
+}
+
+// A client of one server process. Every read is bounded: a silent server fails the test
+// instead of hanging it.
 class ServeClient {
  public:
-  explicit ServeClient(const fs::path& home, const char* timeout_seconds = nullptr) {
+  explicit ServeClient(const fs::path& home, const char* timeout_seconds = nullptr)
+      : ServeClient(timeout_seconds ? cli_server({"--home", home.string(), "--timeout", timeout_seconds})
+                                    : cli_server({"--home", home.string()})) {}
+  explicit ServeClient(const ServerMain& server) {
     int in[2], out[2];
     EXPECT_EQ(::pipe(in), 0);
     EXPECT_EQ(::pipe(out), 0);
@@ -33,11 +54,7 @@ class ServeClient {
       ::dup2(in[0], 0);
       ::dup2(out[1], 1);
       ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
-      if (timeout_seconds != nullptr) {
-        ::execl(EXTHOST_CLI, "exthost", "serve", "--home", home.c_str(), "--timeout", timeout_seconds,
-                static_cast<char*>(nullptr));
-      }
-      ::execl(EXTHOST_CLI, "exthost", "serve", "--home", home.c_str(), static_cast<char*>(nullptr));
+      server();
       ::_exit(127);
     }
     ::close(in[0]);
@@ -53,6 +70,7 @@ class ServeClient {
     }
     ::close(m_from);
   }
+  pid_t pid() const { return m_pid; }
 
   // Sends a request without waiting; returns its id.
   int send_request(const std::string& method, json::value params) {
@@ -64,10 +82,7 @@ class ServeClient {
 
   // Sends a request and waits for its reply; notifications that arrive first are kept.
   json::object call(const std::string& method, json::value params) {
-    const int id = ++m_next_id;
-    const std::string body =
-        json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
-    send_raw(exthost::wire::FrameWriter::frame(body));
+    const int id = send_request(method, std::move(params));
     for (;;) {
       auto msg = next();
       if (!msg) return json::object{{"error", "no reply"}};
@@ -81,13 +96,19 @@ class ServeClient {
     m_to = -1;
   }
   std::optional<json::object> next() {
+    auto body = next_raw();
+    if (!body) return std::nullopt;
+    return json::parse(*body).as_object();
+  }
+  // The next frame's body as it came.
+  std::optional<std::string> next_raw() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (;;) {
       auto step = m_parser.feed(m_pending);
-      std::optional<json::value> body;
-      if (step.body) body = json::parse(*step.body);  // the view may point into m_pending
+      std::optional<std::string> body;
+      if (step.body) body = std::string(*step.body);  // the view may point into m_pending
       m_pending.erase(0, step.consumed);
-      if (body) return body->as_object();
+      if (body) return body;
       if (step.error) {
         ADD_FAILURE() << *step.error;
         return std::nullopt;
@@ -104,9 +125,17 @@ class ServeClient {
       m_pending.append(buf, static_cast<std::size_t>(n));
     }
   }
-  int wait_exit() {
+  // The server's exit status once it ends within `bound`; -1 (and a failure) if it did not.
+  int wait_exit(std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
     int status = 0;
-    for (int i = 0; i < 2000 && ::waitpid(m_pid, &status, WNOHANG) == 0; ++i) ::usleep(10'000);
+    while (::waitpid(m_pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "the server did not end within " << bound.count() << " ms";
+        return -1;
+      }
+      ::usleep(10'000);
+    }
     m_reaped = true;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
@@ -260,6 +289,95 @@ TEST_F(ServeTest, MalformedRequestsGetJsonRpcErrorsAndTheServerCarriesOn) {
             R"({"completed":true})");
   EXPECT_EQ(client.call("session.end", json::object{}).at("error").at("message"),
             "session.end: missing or invalid 'session_id' parameter");
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// Ids come back as the bytes that carried them: a number keeps its spelling however large,
+// small or precise, in replies, errors and stream notifications alike.
+TEST_F(ServeTest, IdsAreEchoedExactlyAsTheirBytesCameIn) {
+  const auto provider = write_fake_plugin(root.path(), "prov", {"provider", "2"},
+                                          R"({"permissions":["tools.register","providers.register"]})");
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", provider.string()}}).contains("result"));
+  auto request = [](const std::string& id, const std::string& method, const std::string& params) {
+    return exthost::wire::FrameWriter::frame(R"({"jsonrpc":"2.0", "id" : )" + id + R"( ,"method":")" + method +
+                                             R"(","params":)" + params + "}");
+  };
+  for (const std::string id : {"1e400", "18446744073709551616", "-123456789012345678901234567890", "1.0", "1E2", "-0",
+                               "0.5e-400", R"("a\u0062")", "7"}) {
+    client.send_raw(request(id, "host.list", "{}"));
+    auto body = client.next_raw();
+    ASSERT_TRUE(body) << id;
+    EXPECT_TRUE(body->starts_with(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)")) << *body;
+  }
+  client.send_raw(request("1.0", "no.such", "{}"));
+  auto unknown = client.next_raw();
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(*unknown, R"({"jsonrpc":"2.0","id":1.0,"error":{"code":-32601,"message":"method not found: no.such"}})");
+  client.send_raw(exthost::wire::FrameWriter::frame(R"({"jsonrpc":"2.0","id":1e400})"));
+  auto invalid = client.next_raw();
+  ASSERT_TRUE(invalid);
+  EXPECT_TRUE(invalid->starts_with(R"({"jsonrpc":"2.0","id":1e400,"error":{"code":-32600,)")) << *invalid;
+
+  client.send_raw(request("1e400", "provider.stream", R"({"id":"prov","params":{"model":"m1","messages":[]}})"));
+  std::size_t events = 0;
+  for (;;) {
+    auto body = client.next_raw();
+    ASSERT_TRUE(body);
+    if (body->find(R"("method":"provider.stream.event")") == std::string::npos) {
+      EXPECT_TRUE(body->starts_with(R"({"jsonrpc":"2.0","id":1e400,"result":)")) << *body;
+      break;
+    }
+    EXPECT_NE(body->find(R"("params":{"request_id":1e400,"event":)"), std::string::npos) << *body;
+    ++events;
+  }
+  EXPECT_GE(events, 2u);
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// A reply may not exceed the client's 4 MiB frame cap: a result that would becomes an error
+// naming the method and the extension, and a result just under the cap arrives whole.
+TEST_F(ServeTest, AResultOverTheFrameCapBecomesAnErrorNamingTheMethodAndTheExtension) {
+  const auto big = write_fake_plugin(root.path(), "big", {"sized"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", big.string()}}).contains("result"));
+  constexpr std::int64_t cap = 4 * 1024 * 1024;
+  // The extension's own reply is exactly the cap, which it may send; wrapped for the client
+  // ({"result": …} and the client's id) it is over.
+  auto over = client.call("tool.call", json::object{{"tool", "big:echo"}, {"input", {{"frame_bytes", cap}}}});
+  ASSERT_TRUE(over.contains("error") && over.at("error").is_object()) << json::serialize(over).substr(0, 200);
+  EXPECT_EQ(over.at("error").at("code"), -32002);
+  const std::string message(over.at("error").at("message").as_string());
+  EXPECT_TRUE(std::regex_match(message, std::regex(R"(tool\.call: Extension 'big': result of (\d+) bytes exceeds the 4 MiB frame cap)")))
+      << message;
+  EXPECT_EQ(json::serialize(over.at("error").at("data")), R"({"kind":"extension","method":"tool.call","extension":"big"})");
+
+  auto under = client.call("tool.call", json::object{{"tool", "big:echo"}, {"input", {{"frame_bytes", cap - 64}}}});
+  ASSERT_TRUE(under.contains("result")) << json::serialize(under).substr(0, 200);
+  EXPECT_GT(under.at("result").at("result").at("content").as_string().size(), static_cast<std::size_t>(cap - 200));
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// An exception inside a request (here the host cannot make the relative plugin path
+// absolute, because the server's working directory was removed) is answered as an internal
+// error naming the method, and the server carries on.
+TEST_F(ServeTest, AnExceptionInsideARequestIsAnInternalErrorNamingTheMethod) {
+  write_fake_plugin(root.path(), "plug", {"echo"});
+  const fs::path gone = root.path() / "gone";
+  fs::create_directories(gone);
+  ServeClient client(cli_server({"--home", (root.path() / "home").string()}, [gone] {
+    if (::chdir(gone.c_str()) != 0 || ::rmdir(gone.c_str()) != 0) ::_exit(126);
+  }));
+  auto failed = client.call("host.load", json::object{{"path", "../plug"}});
+  ASSERT_TRUE(failed.contains("error") && failed.at("error").is_object()) << json::serialize(failed);
+  EXPECT_EQ(failed.at("error").at("code"), -32603);
+  const std::string message(failed.at("error").at("message").as_string());
+  EXPECT_EQ(message.rfind("host.load: internal error: ", 0), 0u) << message;
+  EXPECT_EQ(json::serialize(failed.at("error").at("data")), R"({"kind":"internal","method":"host.load","extension":null})");
+  EXPECT_TRUE(client.call("host.list", json::object{}).contains("result")) << "the server carries on";
   EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
   EXPECT_EQ(client.wait_exit(), 0);
 }
