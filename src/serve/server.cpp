@@ -1,29 +1,33 @@
 // serve/server.cpp — `exthost serve`: requests in, Host calls, replies and stream
 // notifications out.
 //
-// The reading thread parses frames and hands each request to a thread of its own (at most
-// k_max_serve_in_flight at once); replies and stream notifications are written whole under
-// one mutex, each with its request's id as the bytes that came in, none over the frame cap.
-// host.shutdown is answered on the reading thread after every extension stopped.
+// The reading thread hands each request to a thread of its own. It reads no further while
+// k_max_serve_in_flight requests run or while the output queue is at its budget, so a
+// client that floods requests, or stops reading, is slowed rather than buffered. Every
+// frame goes out through the OutputWriter's thread; a stream's events cross from the host's
+// I/O thread through a StreamRelay, so nothing here ever holds the I/O thread.
+// host.shutdown is answered after the running requests ended and every extension stopped.
 #include "exthost/serve.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
-#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <semaphore>
 #include <thread>
 #include <variant>
 
 #include "exthost/json_text.hpp"
+#include "serve/output_writer.hpp"
 #include "serve/reply.hpp"
 #include "serve/request_id.hpp"
+#include "serve/stream_relay.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wire/frame_parser.hpp"
@@ -42,6 +46,7 @@ constexpr int k_internal_error = -32603;
 constexpr int k_manifest_error = -32001;
 constexpr int k_extension_error = -32002;
 constexpr int k_timeout_error = -32003;
+constexpr int k_output_error = -32004;  // the client did not read its output in time
 
 // Bytes taken from the input at once.
 constexpr std::size_t k_input_chunk = 64 * 1024;
@@ -182,9 +187,41 @@ bool known(const std::string& method) {
   return false;
 }
 
+// An eventfd that wakes the reading thread: a request ended, the output has room again.
+class Wakeup {
+ public:
+  Wakeup() : m_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  ~Wakeup() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+  int fd() const { return m_fd; }
+  void notify() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(m_fd, &one, sizeof one);
+  }
+  void drain() const {
+    std::uint64_t count = 0;
+    [[maybe_unused]] const ssize_t n = ::read(m_fd, &count, sizeof count);
+  }
+
+ private:
+  int m_fd;
+};
+
+// Joins a thread when the scope ends, however it ends.
+struct JoinOnExit {
+  std::thread& thread;
+  ~JoinOnExit() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
 class Server {
  public:
-  explicit Server(const ServeOptions& o) : m_options(o), m_host(o.host) {}
+  explicit Server(const ServeOptions& o)
+      : m_options(o), m_host(o.host), m_writer(o.output_fd, [this] { m_wakeup.notify(); }) {}
 
   int run() {
     int status = 0;
@@ -197,42 +234,71 @@ class Server {
       util::log().error("serve: reading requests failed");
       status = 1;
     }
-    wait_idle();
-    m_host.shutdown_all();
+    stop();
     return status;
   }
 
  private:
+  // --- reading -------------------------------------------------------------------------
+
+  // Whether another request may start: a slot is free and the output has room.
+  bool may_start() {
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_active >= k_max_serve_in_flight) return false;
+    }
+    return m_writer.accepting();
+  }
+
   // Reads and starts requests until the input ends or host.shutdown arrives. Returns 1
   // when the input broke the framing, else 0.
   int read_requests() {
     wire::FrameParser parser("serve client");
-    std::string buffer(k_input_chunk, '\0');
-    int status = 0;
-    while (!m_stopping) {
-      const ssize_t n = ::read(m_options.input_fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        if (auto err = parser.finish()) {
-          util::log().warn("serve: {}", *err);
-          status = 1;
-        }
-        break;
-      }
-      std::string_view input(buffer.data(), static_cast<std::size_t>(n));
-      while (!input.empty() && !m_stopping) {
-        auto step = parser.feed(input);
-        input.remove_prefix(step.consumed);
+    std::string input;          // bytes read and not yet parsed, from input_offset on
+    std::size_t input_offset = 0;
+    bool input_open = true;
+    for (;;) {
+      while (input_offset < input.size() && may_start()) {
+        auto step = parser.feed(std::string_view(input).substr(input_offset));
+        input_offset += step.consumed;
         if (step.error) {
-          write(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + *step.error));
-          m_stopping = true;
-          status = 1;
-          break;
+          m_writer.push_now(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + *step.error));
+          return 1;
         }
         if (step.body) handle_frame(std::string(*step.body));
+        if (m_stop_requested) return 0;
+      }
+      if (input_offset == input.size()) {
+        input.clear();
+        input_offset = 0;
+        if (!input_open) {
+          if (auto err = parser.finish()) {
+            util::log().warn("serve: {}", *err);
+            return 1;
+          }
+          return 0;
+        }
+      }
+      const bool read_input = input_open && input.empty() && may_start();
+      pollfd fds[2] = {{m_wakeup.fd(), POLLIN, 0}, {read_input ? m_options.input_fd : -1, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        util::log().error("serve: waiting for input failed: {}", util::os_error_text(errno));
+        return 1;
+      }
+      if (fds[0].revents != 0) m_wakeup.drain();
+      if (fds[1].revents != 0) {
+        input.resize(k_input_chunk);
+        const ssize_t n = ::read(m_options.input_fd, input.data(), input.size());
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+          input.clear();
+          continue;
+        }
+        if (n < 0) util::log().warn("serve: reading the input failed: {}", util::os_error_text(errno));
+        input.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+        if (n <= 0) input_open = false;
       }
     }
-    return status;
   }
 
   void handle_frame(std::string body) {
@@ -241,7 +307,7 @@ class Server {
       wire::JsonParser parser;
       auto v = parser.parse(body);
       if (!v) {
-        write(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + v.error().message));
+        m_writer.push_now(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + v.error().message));
         return;
       }
       const auto* o = v->if_object();
@@ -253,26 +319,23 @@ class Server {
         r.raw_id = raw ? std::string(*raw) : json::serialize(*id);
       }
       if (method == nullptr || !method->is_string()) {
-        write(server::error_frame(r.raw_id, k_invalid_request, "Invalid Request: expected a method"));
+        m_writer.push_now(server::error_frame(r.raw_id, k_invalid_request, "Invalid Request: expected a method"));
         return;
       }
       if (id == nullptr || id->is_null()) return;  // notifications ask for nothing
       if (!id_valid) {
-        write(
+        m_writer.push_now(
             server::error_frame(server::k_null_id, k_invalid_request, "Invalid Request: id must be a string or a number"));
         return;
       }
       r.method = std::string(method->get_string());
       if (!known(r.method)) {
-        write(server::error_frame(r.raw_id, k_method_not_found, "method not found: " + r.method));
+        m_writer.push_now(server::error_frame(r.raw_id, k_method_not_found, "method not found: " + r.method));
         return;
       }
-      if (r.method == "host.shutdown") {  // answered here, after every extension stopped
-        wait_idle();
-        m_host.shutdown_all();
-        std::size_t size = 0;
-        if (auto frame = server::result_frame(r.raw_id, R"({"ok":true})", size)) write(std::move(*frame));
-        m_stopping = true;
+      if (r.method == "host.shutdown") {  // answered once every extension stopped
+        m_shutdown_id = r.raw_id;
+        m_stop_requested = true;
         return;
       }
       const json::value* p = o->if_contains("params");
@@ -287,14 +350,13 @@ class Server {
 
   // The reading thread's answer to a frame whose handling threw.
   void internal_error_now(const Request& r, std::string_view what) {
-    write(r.method.empty()
+    m_writer.push_now(r.method.empty()
                           ? server::error_frame(r.raw_id, k_internal_error, "internal error: " + std::string(what))
                           : internal_error_frame(r, what));
   }
 
   // Runs `r` on a thread of its own.
   void start(Request r) {
-    m_slots.acquire();  // backpressure: the input waits while every slot is busy
     {
       std::lock_guard lock(m_mutex);
       ++m_active;
@@ -307,30 +369,11 @@ class Server {
     }
   }
 
+  // A slot is free again: the reading thread may read on.
   void finished() {
-    m_slots.release();
+    m_wakeup.notify();
     std::lock_guard lock(m_mutex);
     if (--m_active == 0) m_idle.notify_all();
-  }
-
-  void wait_idle() {
-    std::unique_lock lock(m_mutex);
-    m_idle.wait(lock, [this] { return m_active == 0; });
-  }
-
-  void write(const std::string& frame) {
-    std::lock_guard lock(m_write_mutex);
-    std::size_t off = 0;
-    while (off < frame.size() && !m_output_closed) {
-      const ssize_t n = ::write(m_options.output_fd, frame.data() + off, frame.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        util::log().warn("serve: the client stopped reading: {}", util::os_error_text(errno));
-        m_output_closed = true;
-        break;
-      }
-      off += static_cast<std::size_t>(n);
-    }
   }
 
   // --- a request's own thread ----------------------------------------------------------
@@ -345,7 +388,7 @@ class Server {
       } catch (...) {
         frame = internal_error_frame(r, "unknown exception");
       }
-      if (!frame.empty()) write(frame);
+      if (!frame.empty()) m_writer.push(std::move(frame));  // waits while the output is full
     } catch (const std::exception& e) {
       util::log().error("serve: {}: the answer could not be written: {}", r.method, e.what());
     } catch (...) {
@@ -354,7 +397,7 @@ class Server {
     finished();
   }
 
-  // The frame answering `r`.
+  // The frame answering `r`; empty when it was already written.
   std::string answer(const Request& r) {
     if (r.method == "provider.stream") return stream(r);
     return reply_frame(r, dispatch(r));
@@ -458,36 +501,92 @@ class Server {
     return Failure{Error::internal("no handler for a known method"), {}};
   }
 
-  // provider.stream: each event is written as a notification naming the request; one that
-  // would exceed the frame cap ends the stream's delivery, and the request with an error.
+  // provider.stream: the host's call runs on a helper thread while this one takes each
+  // event from the relay to the output, waiting for room there as any request does.
+  // Writes its own answer (and returns nothing) when the stream had to be cut.
   std::string stream(const Request& r) {
     const auto* id = str(r.params, "id");
     if (!id) return reply_frame(r, missing("id"));
     const std::string ext(*id);
     const auto* p = member(r.params, "params");
-    std::optional<std::size_t> over;  // the size of the event that did not fit
-    auto streamed = m_host.stream(ext, p ? json::serialize(*p) : std::string("{}"), [&](const std::string& event) {
-      if (over) return;
-      std::size_t size = 0;
-      if (auto frame = server::stream_event_frame(r.raw_id, event, size)) {
-        write(*frame);
-      } else {
-        over = size;
+    const std::string turn = p ? json::serialize(*p) : std::string("{}");
+
+    auto relay = std::make_shared<server::StreamRelay>();
+    std::optional<Result<std::string>> outcome;  // written by the helper before relay->close()
+    std::thread helper([this, relay, &outcome, &ext, &turn] {
+      try {
+        outcome = m_host.stream(ext, turn, [relay](const std::string& event) { relay->offer(event); });
+      } catch (const std::exception& e) {
+        outcome = Error::internal(std::string("internal error: ") + e.what());
+      } catch (...) {
+        outcome = Error::internal("internal error: unknown exception");
       }
+      relay->close();
     });
-    if (over) return failure_frame(r, over_cap(ext, "stream event", *over));
-    return reply_frame(r, wrapped(std::move(streamed), ext, "result"));
+    JoinOnExit join{helper};
+
+    std::optional<Failure> failure;
+    std::uint64_t delivered = 0;
+    while (auto event = relay->take()) {
+      std::size_t size = 0;
+      auto frame = server::stream_event_frame(r.raw_id, *event, size);
+      if (!frame) {
+        relay->cut();
+        failure = over_cap(ext, "stream event", size);
+        break;
+      }
+      if (!m_writer.push(std::move(*frame))) {  // the output is closed: nobody reads on
+        relay->cut();
+        break;
+      }
+      ++delivered;
+    }
+    if (!failure && relay->overflowed()) {
+      failure = server_failure(k_output_error, "output", ext,
+                               "the client read the stream too slowly: its events outgrew the " +
+                                   mib(server::k_stream_buffer_budget) + " buffer, so the stream was cut after " +
+                                   std::to_string(delivered) + " events");
+    }
+    if (failure) {
+      // Answered now; the host's call may still run (it has no way to be cancelled from
+      // here) and keeps this request's slot until it ends.
+      m_writer.push(failure_frame(r, *failure));
+      return {};
+    }
+    helper.join();
+    return reply_frame(r, wrapped(std::move(*outcome), ext, "result"));
+  }
+
+  // --- stopping ------------------------------------------------------------------------
+
+  void wait_idle() {
+    std::unique_lock lock(m_mutex);
+    m_idle.wait(lock, [this] { return m_active == 0; });
+  }
+
+  // Waits for the running requests, stops every extension, answers host.shutdown and gives
+  // the output a bounded time to drain.
+  void stop() {
+    m_writer.stop_waiting();  // what is still to be written is already in memory
+    wait_idle();
+    m_host.shutdown_all();
+    if (m_shutdown_id) {
+      std::size_t size = 0;
+      if (auto frame = server::result_frame(*m_shutdown_id, R"({"ok":true})", size)) m_writer.push(std::move(*frame));
+    }
+    m_writer.finish();
   }
 
   ServeOptions m_options;
   Host m_host;
-  std::counting_semaphore<k_max_serve_in_flight> m_slots{k_max_serve_in_flight};
+  Wakeup m_wakeup;
+  server::OutputWriter m_writer;
   std::mutex m_mutex;  // guards m_active
   std::condition_variable m_idle;
   int m_active = 0;
-  std::mutex m_write_mutex;  // one frame at a time on the output
-  bool m_output_closed = false;
-  std::atomic<bool> m_stopping{false};
+  // The reading thread's own state.
+  bool m_stop_requested = false;            // host.shutdown arrived
+  std::optional<std::string> m_shutdown_id;  // its id, answered last
 };
 
 }  // namespace

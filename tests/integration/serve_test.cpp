@@ -12,6 +12,8 @@
 #include <set>
 
 #include "../support/plugin_dir.hpp"
+#include "../support/proc.hpp"
+#include "exthost/serve.hpp"
 #include "wire/frame_parser.hpp"
 #include "wire/frame_writer.hpp"
 
@@ -35,6 +37,15 @@ ServerMain cli_server(std::vector<std::string> args, std::function<void()> befor
     argv.push_back(nullptr);
     ::execv(EXTHOST_CLI, argv.data());
     ::_exit(127);
+  };
+}
+
+// exthost::serve() itself with `options`, in a child of the test.
+ServerMain serve_in_child(exthost::HostOptions options) {
+  return [options = std::move(options)] {
+    exthost::ServeOptions o;
+    o.host = options;
+    ::_exit(exthost::serve(o));
   };
 }
 
@@ -149,6 +160,14 @@ class ServeClient {
   exthost::wire::FrameParser m_parser{"serve"};
   std::string m_pending;
 };
+
+// Waits until `pred` holds, for at most `bound`; returns pred().
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!pred() && std::chrono::steady_clock::now() < deadline) ::usleep(20'000);
+  return pred();
+}
 
 class ServeTest : public ::testing::Test {
  protected:
@@ -378,6 +397,108 @@ TEST_F(ServeTest, AnExceptionInsideARequestIsAnInternalErrorNamingTheMethod) {
   EXPECT_EQ(message.rfind("host.load: internal error: ", 0), 0u) << message;
   EXPECT_EQ(json::serialize(failed.at("error").at("data")), R"({"kind":"internal","method":"host.load","extension":null})");
   EXPECT_TRUE(client.call("host.list", json::object{}).contains("result")) << "the server carries on";
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// A stream to a client that reads nothing: the host's I/O thread never waits for the client,
+// so another extension's 1 s deadline still fires (it sends $/cancelRequest, which the
+// extension records) while the stream is held back; the server's memory stays bounded while
+// the whole 128 MiB flood passes through it; the stream ends with an error after the
+// events that could be kept, in order, none missing before the cut.
+TEST_F(ServeTest, AStreamToAClientThatDoesNotReadBlocksNoOtherExtensionAndHoldsBoundedMemory) {
+  const auto provider = write_fake_plugin(root.path(), "prov", {"provider", "1"},
+                                          R"({"permissions":["tools.register","providers.register"]})");
+  const fs::path marker_file = root.path() / "cancelled";
+  const auto marker = write_fake_plugin(root.path(), "marker", {"cancel-marker", marker_file.string()});
+  auto options = exthost::testing::isolated_options(root.path() / "home");
+  options.tool_call_timeout = std::chrono::seconds(1);
+  ServeClient client(serve_in_child(options));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", provider.string()}}).contains("result"));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", marker.string()}}).contains("result"));
+
+  constexpr std::int64_t count = 8000, pad = 16 * 1024;
+  const long rss_before = exthost::testing::status_kib(client.pid(), "VmRSS");
+  const long long read_before = exthost::testing::read_chars(client.pid());
+  const int stream_id = client.send_request(
+      "provider.stream", json::object{{"id", "prov"},
+                                      {"params", {{"model", "m1"}, {"messages", json::array{}}, {"flood", {{"count", count}, {"pad", pad}}}}}});
+  const int call_id = client.send_request("tool.call", json::object{{"tool", "marker:echo"}});
+  EXPECT_TRUE(eventually([&] { return fs::exists(marker_file); }, std::chrono::seconds(10)))
+      << "the other extension's 1 s deadline did not fire while the stream waited for the client";
+  EXPECT_TRUE(eventually([&] { return exthost::testing::read_chars(client.pid()) - read_before > count * pad; },
+                         std::chrono::seconds(30)))
+      << "the host stopped reading the streaming extension";
+  if (exthost::testing::k_memory_is_measurable) {
+    EXPECT_LT(exthost::testing::status_kib(client.pid(), "VmHWM") - rss_before, 64 * 1024)
+        << "KiB the server grew by while the client read nothing";
+  }
+
+  std::optional<json::object> stream_reply, call_reply;
+  std::int64_t next_index = 0;
+  while (!stream_reply || !call_reply) {
+    auto msg = client.next();
+    ASSERT_TRUE(msg);
+    if (msg->contains("method")) {
+      EXPECT_EQ(msg->at("params").at("request_id"), stream_id);
+      const auto& event = msg->at("params").at("event");
+      if (event.at("type") != "text") continue;
+      const std::string text(event.at("text").as_string());
+      EXPECT_EQ(text.substr(0, text.find(':')), std::to_string(next_index)) << "events arrive in order, none missing";
+      ++next_index;
+    } else if (msg->at("id") == stream_id) {
+      stream_reply = *msg;
+    } else if (msg->at("id") == call_id) {
+      call_reply = *msg;
+    }
+  }
+  EXPECT_GT(next_index, 0);
+  EXPECT_LT(next_index, count);
+  ASSERT_TRUE(stream_reply->contains("error")) << json::serialize(*stream_reply).substr(0, 300);
+  EXPECT_EQ(stream_reply->at("error").at("code"), -32004);
+  EXPECT_EQ(stream_reply->at("error").at("message").as_string().find("provider.stream: Extension 'prov': "), 0u)
+      << stream_reply->at("error").at("message");
+  EXPECT_EQ(stream_reply->at("error").at("data").at("kind"), "output");
+  ASSERT_TRUE(call_reply->contains("error"));
+  EXPECT_EQ(call_reply->at("error").at("code"), -32003);
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// A client that stops reading while its requests produce 512 KiB replies: the memory the
+// server holds for it is bounded by bytes (the output queue, and the replies of requests
+// already running), not by the count of requests; every reply still arrives once it reads.
+TEST_F(ServeTest, RepliesAClientDoesNotReadHoldBoundedMemory) {
+  const auto big = write_fake_plugin(root.path(), "big", {"sized"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", big.string()}}).contains("result"));
+  constexpr int requests = 300;
+  constexpr std::int64_t reply_bytes = 512 * 1024;
+  const long rss_before = exthost::testing::status_kib(client.pid(), "VmRSS");
+  const long long read_before = exthost::testing::read_chars(client.pid());
+  std::set<int> ids;
+  for (int i = 0; i < requests; ++i) {
+    ids.insert(client.send_request("tool.call", json::object{{"tool", "big:echo"}, {"input", {{"bytes", reply_bytes}}}}));
+  }
+  // Wait until the replies of the 64 requests that may run at once have reached the server,
+  // then until it reads no more.
+  auto read_so_far = [&] { return exthost::testing::read_chars(client.pid()) - read_before; };
+  EXPECT_TRUE(eventually([&] { return read_so_far() > 64 * reply_bytes; }, std::chrono::seconds(30)));
+  for (long long last = -1; last != read_so_far();) {
+    last = read_so_far();
+    ::usleep(1'000'000);
+  }
+  if (exthost::testing::k_memory_is_measurable) {
+    EXPECT_LT(exthost::testing::status_kib(client.pid(), "VmHWM") - rss_before, 80 * 1024)
+        << "KiB the server grew by while the client read nothing";
+  }
+  while (!ids.empty()) {
+    auto msg = client.next();
+    ASSERT_TRUE(msg);
+    ASSERT_TRUE(msg->contains("result")) << json::serialize(*msg).substr(0, 300);
+    EXPECT_EQ(msg->at("result").at("result").at("content").as_string().size(), static_cast<std::size_t>(reply_bytes));
+    ids.erase(static_cast<int>(msg->at("id").as_int64()));
+  }
   EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
   EXPECT_EQ(client.wait_exit(), 0);
 }

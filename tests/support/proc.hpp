@@ -1,4 +1,5 @@
-// proc.hpp — /proc readings for tests: descriptor counts, zombies, process state.
+// proc.hpp — /proc readings for tests: descriptor counts, zombies, process state, memory
+// and input of another process.
 #pragma once
 
 #include <dirent.h>
@@ -64,14 +65,29 @@ inline constexpr bool k_memory_is_measurable = false;
 inline constexpr bool k_memory_is_measurable = true;
 #endif
 
-// Resident set size of this process in KiB.
-inline long rss_kib() {
-  std::ifstream f("/proc/self/status");
+// A memory field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM": the peak); 0 if unreadable.
+inline long status_kib(pid_t pid, const std::string& field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
   }
   return 0;
+}
+
+// Resident set size of this process in KiB.
+inline long rss_kib() { return status_kib(::getpid(), "VmRSS"); }
+
+// Bytes process `pid` has read so far, from any descriptor (rchar of /proc/<pid>/io); -1 if
+// unreadable.
+inline long long read_chars(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  long long value = 0;
+  while (f >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return -1;
 }
 
 }  // namespace exthost::testing
