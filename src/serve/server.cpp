@@ -1,12 +1,13 @@
 // serve/server.cpp — `exthost serve`: requests in, Host calls, replies and stream
 // notifications out.
 //
-// The reading thread hands each request to a thread of its own. It reads no further while
-// k_max_serve_in_flight requests run or while the output queue is at its budget, so a
-// client that floods requests, or stops reading, is slowed rather than buffered. Every
-// frame goes out through the OutputWriter's thread; a stream's events cross from the host's
-// I/O thread through a StreamRelay, so nothing here ever holds the I/O thread.
-// host.shutdown is answered after the running requests ended and every extension stopped.
+// The reading thread watches the input and the stop descriptor together and hands each
+// request to a thread of its own. It reads no further while k_max_serve_in_flight requests
+// run or while the output queue is at its budget, so a client that floods requests, or
+// stops reading, is slowed rather than buffered. Every frame goes out through the
+// OutputWriter's thread; a stream's events cross from the host's I/O thread through a
+// StreamRelay, so nothing here ever holds the I/O thread. Stopping (end of input,
+// host.shutdown, a byte on stop_fd) cancels what runs instead of waiting for it.
 #include "exthost/serve.hpp"
 
 #include <poll.h>
@@ -15,6 +16,7 @@
 
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
@@ -50,6 +52,10 @@ constexpr int k_output_error = -32004;  // the client did not read its output in
 
 // Bytes taken from the input at once.
 constexpr std::size_t k_input_chunk = 64 * 1024;
+// While stopping, how long to wait for the request threads between two rounds of
+// Host::shutdown_all(): a request that started a call after one round is cancelled by the
+// next, so no call outlives the stop.
+constexpr std::chrono::milliseconds k_stop_round{200};
 
 int code_for(ErrorKind k) {
   switch (k) {
@@ -187,7 +193,8 @@ bool known(const std::string& method) {
   return false;
 }
 
-// An eventfd that wakes the reading thread: a request ended, the output has room again.
+// An eventfd that wakes the reading thread: a request ended, the output has room again,
+// the stop finished.
 class Wakeup {
  public:
   Wakeup() : m_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
@@ -221,7 +228,9 @@ struct JoinOnExit {
 class Server {
  public:
   explicit Server(const ServeOptions& o)
-      : m_options(o), m_host(o.host), m_writer(o.output_fd, [this] { m_wakeup.notify(); }) {}
+      : m_options(o), m_host(o.host), m_writer(o.output_fd, [this] { m_wakeup.notify(); }) {
+    m_stop_watched = o.stop_fd >= 0;
+  }
 
   int run() {
     int status = 0;
@@ -250,8 +259,8 @@ class Server {
     return m_writer.accepting();
   }
 
-  // Reads and starts requests until the input ends or host.shutdown arrives. Returns 1
-  // when the input broke the framing, else 0.
+  // Reads and starts requests until the input ends, host.shutdown arrives or stop_fd is
+  // readable. Returns 1 when the input broke the framing, else 0.
   int read_requests() {
     wire::FrameParser parser("serve client");
     std::string input;          // bytes read and not yet parsed, from input_offset on
@@ -280,14 +289,16 @@ class Server {
         }
       }
       const bool read_input = input_open && input.empty() && may_start();
-      pollfd fds[2] = {{m_wakeup.fd(), POLLIN, 0}, {read_input ? m_options.input_fd : -1, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
+      pollfd fds[3] = {{m_wakeup.fd(), POLLIN, 0}, {m_stop_watched ? m_options.stop_fd : -1, POLLIN, 0},
+                       {read_input ? m_options.input_fd : -1, POLLIN, 0}};
+      if (::poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
         util::log().error("serve: waiting for input failed: {}", util::os_error_text(errno));
         return 1;
       }
       if (fds[0].revents != 0) m_wakeup.drain();
-      if (fds[1].revents != 0) {
+      if (fds[1].revents != 0 && read_stop_bytes()) return 0;
+      if (fds[2].revents != 0) {
         input.resize(k_input_chunk);
         const ssize_t n = ::read(m_options.input_fd, input.data(), input.size());
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
@@ -299,6 +310,28 @@ class Server {
         if (n <= 0) input_open = false;
       }
     }
+  }
+
+  // Takes what stop_fd holds: its first byte (or its end) asks to stop, each later byte to
+  // kill every extension. True when a stop was asked for now.
+  bool read_stop_bytes() {
+    char bytes[64];
+    const ssize_t n = ::read(m_options.stop_fd, bytes, sizeof bytes);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) return false;
+      util::log().warn("serve: reading stop_fd failed: {}; it is no longer watched", util::os_error_text(errno));
+      m_stop_watched = false;
+      return false;
+    }
+    const bool first = m_stop_bytes == 0;
+    if (n == 0) {  // its end: no byte will follow; as the first event, a stop
+      m_stop_watched = false;
+      if (first) m_stop_bytes = 1;
+      return first;
+    }
+    m_stop_bytes += static_cast<std::uint64_t>(n);
+    m_kills_pending += static_cast<std::uint64_t>(n) - (first ? 1 : 0);
+    return first;
   }
 
   void handle_frame(std::string body) {
@@ -333,7 +366,7 @@ class Server {
         m_writer.push_now(server::error_frame(r.raw_id, k_method_not_found, "method not found: " + r.method));
         return;
       }
-      if (r.method == "host.shutdown") {  // answered once every extension stopped
+      if (r.method == "host.shutdown") {  // answered once the stop is done
         m_shutdown_id = r.raw_id;
         m_stop_requested = true;
         return;
@@ -369,7 +402,7 @@ class Server {
     }
   }
 
-  // A slot is free again: the reading thread may read on.
+  // A slot is free again: the reading thread may read on, the stop may end.
   void finished() {
     m_wakeup.notify();
     std::lock_guard lock(m_mutex);
@@ -399,6 +432,7 @@ class Server {
 
   // The frame answering `r`; empty when it was already written.
   std::string answer(const Request& r) {
+    if (m_stopping) return failure_frame(r, Failure{k_internal_error, "internal", "the server is stopping", {}});
     if (r.method == "provider.stream") return stream(r);
     return reply_frame(r, dispatch(r));
   }
@@ -559,17 +593,50 @@ class Server {
 
   // --- stopping ------------------------------------------------------------------------
 
-  void wait_idle() {
+  bool wait_idle_for(std::chrono::milliseconds d) {
     std::unique_lock lock(m_mutex);
-    m_idle.wait(lock, [this] { return m_active == 0; });
+    return m_idle.wait_for(lock, d, [this] { return m_active == 0; });
   }
 
-  // Waits for the running requests, stops every extension, answers host.shutdown and gives
-  // the output a bounded time to drain.
+  // Cancels every running call (Host::shutdown_all() fails them), lets their threads
+  // answer, answers host.shutdown last, and gives the output a bounded time to drain.
+  // stop_fd is still watched meanwhile: each further byte kills every extension at once.
   void stop() {
+    m_stopping = true;
     m_writer.stop_waiting();  // what is still to be written is already in memory
-    wait_idle();
-    m_host.shutdown_all();
+    std::atomic<bool> done{false};
+    std::thread stopper([this, &done] {
+      try {
+        do {
+          m_host.shutdown_all();
+        } while (!wait_idle_for(k_stop_round));
+      } catch (...) {
+        util::log().error("serve: stopping every extension failed; waiting for the running requests");
+        while (!wait_idle_for(k_stop_round)) {
+        }
+      }
+      done = true;
+      m_wakeup.notify();
+    });
+    JoinOnExit join{stopper};
+    while (!done) {
+      if (m_kills_pending > 0) {
+        m_kills_pending = 0;
+        try {
+          m_host.kill_all();
+        } catch (...) {
+          util::log().error("serve: killing every extension failed");
+        }
+      }
+      pollfd fds[2] = {{m_wakeup.fd(), POLLIN, 0}, {m_stop_watched ? m_options.stop_fd : -1, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
+        util::log().error("serve: waiting for the stop failed: {}", util::os_error_text(errno));
+        break;
+      }
+      if (fds[0].revents != 0) m_wakeup.drain();
+      if (fds[1].revents != 0) read_stop_bytes();
+    }
+    stopper.join();
     if (m_shutdown_id) {
       std::size_t size = 0;
       if (auto frame = server::result_frame(*m_shutdown_id, R"({"ok":true})", size)) m_writer.push(std::move(*frame));
@@ -584,9 +651,13 @@ class Server {
   std::mutex m_mutex;  // guards m_active
   std::condition_variable m_idle;
   int m_active = 0;
+  std::atomic<bool> m_stopping{false};
   // The reading thread's own state.
   bool m_stop_requested = false;            // host.shutdown arrived
   std::optional<std::string> m_shutdown_id;  // its id, answered last
+  bool m_stop_watched = false;              // stop_fd is open and watched
+  std::uint64_t m_stop_bytes = 0;           // bytes (or the end) seen on stop_fd
+  std::uint64_t m_kills_pending = 0;        // bytes past the first, not yet acted on
 };
 
 }  // namespace

@@ -24,13 +24,13 @@ namespace json = boost::json;
 using exthost::testing::TempRoot;
 using exthost::testing::write_fake_plugin;
 
-// Runs the server in a child process whose stdin and stdout are the client's pipes; never
-// returns.
-using ServerMain = std::function<void()>;
+// Runs the server in a child process whose stdin and stdout are the client's pipes, given the
+// read end of the client's stop pipe (or -1); never returns.
+using ServerMain = std::function<void(int stop_fd)>;
 
 // `exthost serve` with `args` after "serve"; `before_exec` runs in the child first.
 ServerMain cli_server(std::vector<std::string> args, std::function<void()> before_exec = {}) {
-  return [args = std::move(args), before_exec = std::move(before_exec)] {
+  return [args = std::move(args), before_exec = std::move(before_exec)](int) {
     if (before_exec) before_exec();
     std::vector<char*> argv{const_cast<char*>("exthost"), const_cast<char*>("serve")};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -40,11 +40,12 @@ ServerMain cli_server(std::vector<std::string> args, std::function<void()> befor
   };
 }
 
-// exthost::serve() itself with `options`, in a child of the test.
+// exthost::serve() itself with `options`, in a child of the test, watching the stop pipe.
 ServerMain serve_in_child(exthost::HostOptions options) {
-  return [options = std::move(options)] {
+  return [options = std::move(options)](int stop_fd) {
     exthost::ServeOptions o;
     o.host = options;
+    o.stop_fd = stop_fd;
     ::_exit(exthost::serve(o));
   };
 }
@@ -57,21 +58,24 @@ class ServeClient {
       : ServeClient(timeout_seconds ? cli_server({"--home", home.string(), "--timeout", timeout_seconds})
                                     : cli_server({"--home", home.string()})) {}
   explicit ServeClient(const ServerMain& server) {
-    int in[2], out[2];
+    int in[2], out[2], stop[2];
     EXPECT_EQ(::pipe(in), 0);
     EXPECT_EQ(::pipe(out), 0);
+    EXPECT_EQ(::pipe(stop), 0);
     m_pid = ::fork();
     if (m_pid == 0) {
       ::dup2(in[0], 0);
       ::dup2(out[1], 1);
-      ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
-      server();
+      ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]), ::close(stop[1]);
+      server(stop[0]);
       ::_exit(127);
     }
     ::close(in[0]);
     ::close(out[1]);
+    ::close(stop[0]);
     m_to = in[1];
     m_from = out[0];
+    m_stop = stop[1];
   }
   ~ServeClient() {
     if (m_to >= 0) ::close(m_to);
@@ -80,6 +84,7 @@ class ServeClient {
       ::waitpid(m_pid, nullptr, 0);
     }
     ::close(m_from);
+    ::close(m_stop);
   }
   pid_t pid() const { return m_pid; }
 
@@ -106,6 +111,8 @@ class ServeClient {
     ::close(m_to);
     m_to = -1;
   }
+  // One byte on the server's stop pipe.
+  void send_stop_byte() { ASSERT_EQ(::write(m_stop, "s", 1), 1); }
   std::optional<json::object> next() {
     auto body = next_raw();
     if (!body) return std::nullopt;
@@ -154,12 +161,17 @@ class ServeClient {
 
  private:
   pid_t m_pid = -1;
-  int m_to = -1, m_from = -1;
+  int m_to = -1, m_from = -1, m_stop = -1;
   int m_next_id = 0;
   bool m_reaped = false;
   exthost::wire::FrameParser m_parser{"serve"};
   std::string m_pending;
 };
+
+// What is left of `total` since `start`.
+std::chrono::milliseconds left_of(std::chrono::steady_clock::time_point start, std::chrono::milliseconds total) {
+  return total - std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+}
 
 // Waits until `pred` holds, for at most `bound`; returns pred().
 template <class Pred>
@@ -167,6 +179,26 @@ bool eventually(Pred pred, std::chrono::milliseconds bound) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
   while (!pred() && std::chrono::steady_clock::now() < deadline) ::usleep(20'000);
   return pred();
+}
+
+// The one extension child of a server process; -1 (and a failure) if there is not exactly one.
+pid_t only_extension_of(pid_t server) {
+  const auto children = exthost::testing::child_pids(server);
+  if (children.size() != 1) {
+    ADD_FAILURE() << "expected one extension child, found " << children.size();
+    return -1;
+  }
+  return children.front();
+}
+
+// Sends a call to a loaded extension and waits until the extension has read it, so that
+// the call is running when the test goes on.
+int send_call_and_wait_until_read(ServeClient& client, pid_t extension, const std::string& tool) {
+  const long long before = exthost::testing::read_chars(extension);
+  const int id = client.send_request("tool.call", json::object{{"tool", tool}});
+  EXPECT_TRUE(eventually([&] { return exthost::testing::read_chars(extension) > before; }, std::chrono::seconds(10)))
+      << "the extension never read the call";
+  return id;
 }
 
 class ServeTest : public ::testing::Test {
@@ -501,6 +533,85 @@ TEST_F(ServeTest, RepliesAClientDoesNotReadHoldBoundedMemory) {
   }
   EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
   EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// host.shutdown during a call that would run 60 s: the call is cancelled (answered with an
+// error), then host.shutdown is answered, and the server ends within 10 s.
+TEST_F(ServeTest, ShutdownCancelsARunningCallAnswersItAndEndsPromptly) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const int call_id = send_call_and_wait_until_read(client, only_extension_of(client.pid()), "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  const int shutdown_id = client.send_request("host.shutdown", json::object{});
+  auto first = client.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->at("id"), call_id) << "the cancelled call is answered before host.shutdown";
+  ASSERT_TRUE(first->contains("error")) << json::serialize(*first);
+  EXPECT_NE(first->at("error").at("message").as_string().find("extension shutdown"), std::string::npos)
+      << first->at("error").at("message");
+  auto second = client.next();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->at("id"), shutdown_id);
+  EXPECT_EQ(json::serialize(second->at("result")), R"({"ok":true})");
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(10))), 0);
+}
+
+// The end of the input stops the server just as promptly, answering the running call.
+TEST_F(ServeTest, TheEndOfTheInputCancelsARunningCallAndEndsPromptly) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const int call_id = send_call_and_wait_until_read(client, only_extension_of(client.pid()), "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  client.close_input();
+  auto reply = client.next();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->at("id"), call_id);
+  EXPECT_TRUE(reply->contains("error")) << json::serialize(*reply);
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(10))), 0);
+}
+
+// A byte on stop_fd stops the server as the end of the input does, the input still open.
+TEST_F(ServeTest, AByteOnTheStopPipeStopsAsTheEndOfTheInputDoes) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  ServeClient client(serve_in_child(exthost::testing::isolated_options(root.path() / "home")));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const int call_id = send_call_and_wait_until_read(client, only_extension_of(client.pid()), "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  client.send_stop_byte();
+  auto reply = client.next();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->at("id"), call_id);
+  ASSERT_TRUE(reply->contains("error")) << json::serialize(*reply);
+  EXPECT_NE(reply->at("error").at("message").as_string().find("extension shutdown"), std::string::npos)
+      << reply->at("error").at("message");
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(10))), 0);
+}
+
+// A second byte kills every extension at once. Here the stop ladder would wait a minute for
+// the busy extension (the host then kills what is left after its 10 s bound); after the
+// second byte the server ends well before that bound.
+TEST_F(ServeTest, ASecondByteOnTheStopPipeKillsEveryExtensionAtOnce) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  auto options = exthost::testing::isolated_options(root.path() / "home");
+  options.shutdown_request_timeout = std::chrono::seconds(60);
+  options.shutdown_grace = std::chrono::seconds(60);
+  ServeClient client(serve_in_child(options));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const pid_t extension = only_extension_of(client.pid());
+  const int call_id = send_call_and_wait_until_read(client, extension, "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  client.send_stop_byte();
+  ::usleep(300'000);  // lets the stop begin; the kill must work at any point of it
+  EXPECT_TRUE(exthost::testing::alive(extension)) << "the ladder waits for the busy extension";
+  client.send_stop_byte();
+  auto reply = client.next();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->at("id"), call_id);
+  EXPECT_TRUE(reply->contains("error")) << json::serialize(*reply);
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(8))), 0);
+  EXPECT_FALSE(exthost::testing::alive(extension));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace exthost::testing {
 
@@ -88,6 +89,20 @@ inline long long read_chars(pid_t pid) {
     if (key == "rchar:") return value;
   }
   return -1;
+}
+
+// The children of process `pid` that are alive.
+inline std::vector<pid_t> child_pids(pid_t pid) {
+  std::vector<pid_t> out;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      const pid_t p = std::atoi(e->d_name);
+      pid_t parent = 0;
+      if (p > 0 && alive(p) && proc_state(p, &parent) != 0 && parent == pid) out.push_back(p);
+    }
+    ::closedir(d);
+  }
+  return out;
 }
 
 }  // namespace exthost::testing
