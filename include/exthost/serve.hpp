@@ -14,10 +14,12 @@ struct ServeOptions {
   int stop_fd = -1;  // readable: stop as if the input ended; each later byte: kill every extension now
 };
 
-// Serves requests until `host.shutdown` or the end of the input, then stops every
-// extension. Requests run concurrently (up to k_max_serve_in_flight at once; past that the
-// input is not read until one finishes), so replies may come in any order. Returns 0 after
-// a clean end, 1 when the input broke the framing.
+// Serves requests until `host.shutdown`, the end of the input or a byte on stop_fd, then
+// stops every extension, cancelling the calls still running (each is answered with its
+// error). Requests run concurrently (up to k_max_serve_in_flight at once; past that, or
+// while the output is backed up, the input is not read), so replies may come in any order;
+// one thread of its own writes the output, so a slow client never holds the host's I/O
+// thread. Returns 0 after a clean end, 1 when the input broke the framing.
 int serve(const ServeOptions& options);
 
 // How many requests one server runs at once: enough for every extension to be busy, few

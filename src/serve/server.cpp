@@ -1,35 +1,45 @@
-// serve/server.cpp — `exthost serve`: requests in, Host calls, replies out.
+// serve/server.cpp — `exthost serve`: requests in, Host calls, replies and stream
+// notifications out.
 //
-// The reading thread parses frames and hands each request to a thread of its own (at most
-// k_max_serve_in_flight at once); replies and stream notifications are written whole under
-// one mutex. host.shutdown is answered on the reading thread after every extension stopped.
+// The reading thread watches the input and the stop descriptor together and hands each
+// request to a thread of its own. It reads no further while k_max_serve_in_flight requests
+// run or while the output queue is at its budget, so a client that floods requests, or
+// stops reading, is slowed rather than buffered. Every frame goes out through the
+// OutputWriter's thread; a stream's events cross from the host's I/O thread through a
+// StreamRelay, so nothing here ever holds the I/O thread. Stopping (end of input,
+// host.shutdown, a byte on stop_fd) cancels what runs instead of waiting for it.
 #include "exthost/serve.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
-#include <functional>
-#include <map>
+#include <cstdint>
 #include <mutex>
-#include <semaphore>
+#include <optional>
 #include <thread>
+#include <variant>
 
 #include "exthost/json_text.hpp"
+#include "serve/output_writer.hpp"
+#include "serve/reply.hpp"
+#include "serve/request_id.hpp"
+#include "serve/stream_relay.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wire/frame_parser.hpp"
-#include "wire/frame_writer.hpp"
 #include "wire/json.hpp"
 
 namespace exthost {
 namespace json = boost::json;
 namespace {
 
-// JSON-RPC's own codes, then one per ErrorKind (docs/serve.md).
+// JSON-RPC's own codes, then one per ErrorKind, then the server's own (docs/serve.md).
 constexpr int k_parse_error = -32700;
 constexpr int k_invalid_request = -32600;
 constexpr int k_method_not_found = -32601;
@@ -38,6 +48,14 @@ constexpr int k_internal_error = -32603;
 constexpr int k_manifest_error = -32001;
 constexpr int k_extension_error = -32002;
 constexpr int k_timeout_error = -32003;
+constexpr int k_output_error = -32004;  // the client did not read its output in time
+
+// Bytes taken from the input at once.
+constexpr std::size_t k_input_chunk = 64 * 1024;
+// While stopping, how long to wait for the request threads between two rounds of
+// Host::shutdown_all(): a request that started a call after one round is cancelled by the
+// next, so no call outlives the stop.
+constexpr std::chrono::milliseconds k_stop_round{200};
 
 int code_for(ErrorKind k) {
   switch (k) {
@@ -50,7 +68,7 @@ int code_for(ErrorKind k) {
   return k_internal_error;
 }
 
-std::string_view kind_name(ErrorKind k) {
+std::string kind_name(ErrorKind k) {
   switch (k) {
     case ErrorKind::usage: return "usage";
     case ErrorKind::manifest: return "manifest";
@@ -61,173 +79,379 @@ std::string_view kind_name(ErrorKind k) {
   return "internal";
 }
 
-// A failed request: its method, the extension it concerned (if any), the host's error.
+std::string mib(std::size_t bytes) { return std::to_string(bytes / (1024 * 1024)) + " MiB"; }
+
+// A failed request: its code and kind, the message (naming the extension, as the host's
+// own texts do) and the extension it concerned, if any.
 struct Failure {
-  Error error;
+  int code = k_internal_error;
+  std::string kind = "internal";
+  std::string message;
   std::string extension;
+
+  Failure(Error e, std::string ext)
+      : code(code_for(e.kind)), kind(kind_name(e.kind)), message(std::move(e.message)), extension(std::move(ext)) {}
+  Failure(int c, std::string k, std::string m, std::string ext)
+      : code(c), kind(std::move(k)), message(std::move(m)), extension(std::move(ext)) {}
 };
 
-using Reply = std::variant<json::value, Failure>;
+// A successful answer: a JSON text, or {"<key>": JSON text} with a key.
+struct Answer {
+  std::string json;
+  std::string key;
+};
 
-json::value parsed(const std::string& text) {
-  wire::JsonParser parser;
-  auto v = parser.parse(text);
-  return v ? std::move(v).value() : json::value(nullptr);
+// A request's answer, or its failure.
+using Reply = std::variant<Answer, Failure>;
+
+struct Request {
+  std::string raw_id;  // the id's bytes as they came
+  std::string method;
+  json::value params;
+};
+
+Reply wrapped(Result<std::string> r, const std::string& extension, std::string key) {
+  if (!r) return Failure{std::move(r).error(), extension};
+  return Answer{std::move(r).value(), std::move(key)};
 }
+
+const json::string* str(const json::value& params, std::string_view key) {
+  const auto* o = params.if_object();
+  const auto* v = o ? o->if_contains(key) : nullptr;
+  return v ? v->if_string() : nullptr;
+}
+
+const json::value* member(const json::value& params, std::string_view key) {
+  const auto* o = params.if_object();
+  return o ? o->if_contains(key) : nullptr;
+}
+
+Failure missing(std::string_view key) {
+  return Failure{Error::usage("missing or invalid '" + std::string(key) + "' parameter"), {}};
+}
+
+// The extension a request concerns, as its error replies name it: the `id` parameter, or
+// the plugin part of tool.call's tool name.
+std::string extension_of(const Request& r) {
+  if (r.method == "tool.call") {
+    const auto* tool = str(r.params, "tool");
+    if (!tool) return {};
+    const std::string name(*tool);
+    return name.substr(0, name.find(':'));
+  }
+  if (r.method == "host.load" || r.method == "host.discover" || r.method == "host.list" || r.method == "host.tools" ||
+      r.method == "hook.emit" || r.method == "session.start" || r.method == "session.end") {
+    return {};
+  }
+  const auto* id = str(r.params, "id");
+  return id ? std::string(*id) : std::string();
+}
+
+std::string failure_frame(const Request& r, const Failure& f) {
+  json::object data{{"kind", f.kind}, {"method", r.method}};
+  data["extension"] = f.extension.empty() ? json::value(nullptr) : json::value(f.extension);
+  const json::value data_value(std::move(data));
+  return server::error_frame(r.raw_id, f.code, r.method + ": " + f.message, &data_value);
+}
+
+// A failure whose message names the extension when there is one.
+Failure server_failure(int code, std::string kind, const std::string& extension, const std::string& text) {
+  const std::string message = extension.empty() ? text : "Extension '" + extension + "': " + text;
+  return Failure{code, std::move(kind), message, extension};
+}
+
+Failure over_cap(const std::string& extension, std::string_view what, std::size_t bytes) {
+  return server_failure(extension.empty() ? k_internal_error : k_extension_error,
+                        extension.empty() ? "internal" : "extension", extension,
+                        std::string(what) + " of " + std::to_string(bytes) + " bytes exceeds the " +
+                            mib(server::k_max_output_body) + " frame cap");
+}
+
+// The frame answering `r` with `reply`; a result over the frame cap becomes an error.
+std::string reply_frame(const Request& r, const Reply& reply) {
+  if (const auto* answer = std::get_if<Answer>(&reply)) {
+    std::size_t size = 0;
+    if (auto frame = server::result_frame(r.raw_id, answer->json, size, answer->key)) return std::move(*frame);
+    return failure_frame(r, over_cap(extension_of(r), "result", size));
+  }
+  return failure_frame(r, std::get<Failure>(reply));
+}
+
+std::string internal_error_frame(const Request& r, std::string_view what) {
+  return failure_frame(r, Failure{k_internal_error, "internal", "internal error: " + std::string(what), extension_of(r)});
+}
+
+bool known(const std::string& method) {
+  static const char* const k_methods[] = {
+      "host.load",  "host.unload",   "host.reload",    "host.discover",     "host.list",
+      "host.tools", "host.health",   "host.stats",     "host.config",       "host.shutdown",
+      "tool.call",  "hook.emit",     "command.invoke", "provider.complete", "provider.stream",
+      "info.get",   "session.start", "session.end"};
+  for (const char* m : k_methods) {
+    if (method == m) return true;
+  }
+  return false;
+}
+
+// An eventfd that wakes the reading thread: a request ended, the output has room again,
+// the stop finished.
+class Wakeup {
+ public:
+  Wakeup() : m_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  ~Wakeup() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+  int fd() const { return m_fd; }
+  void notify() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(m_fd, &one, sizeof one);
+  }
+  void drain() const {
+    std::uint64_t count = 0;
+    [[maybe_unused]] const ssize_t n = ::read(m_fd, &count, sizeof count);
+  }
+
+ private:
+  int m_fd;
+};
+
+// Joins a thread when the scope ends, however it ends.
+struct JoinOnExit {
+  std::thread& thread;
+  ~JoinOnExit() {
+    if (thread.joinable()) thread.join();
+  }
+};
 
 class Server {
  public:
-  explicit Server(const ServeOptions& o) : m_options(o), m_host(o.host) {}
+  explicit Server(const ServeOptions& o)
+      : m_options(o), m_host(o.host), m_writer(o.output_fd, [this] { m_wakeup.notify(); }) {
+    m_stop_watched = o.stop_fd >= 0;
+  }
 
   int run() {
-    wire::FrameParser parser("serve client");
-    std::string buffer(64 * 1024, '\0');
     int status = 0;
-    while (!m_stopping) {
-      const ssize_t n = ::read(m_options.input_fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        if (auto err = parser.finish()) {
-          util::log().warn("serve: {}", *err);
-          status = 1;
-        }
-        break;
-      }
-      std::string_view input(buffer.data(), static_cast<std::size_t>(n));
-      while (!input.empty() && !m_stopping) {
-        auto step = parser.feed(input);
-        input.remove_prefix(step.consumed);
-        if (step.error) {
-          write(wire::encode_error_reply(nullptr, k_parse_error, "Parse error: " + *step.error));
-          m_stopping = true;
-          status = 1;
-          break;
-        }
-        if (step.body) handle_frame(std::string(*step.body));
-      }
+    try {
+      status = read_requests();
+    } catch (const std::exception& e) {
+      util::log().error("serve: reading requests failed: {}", e.what());
+      status = 1;
+    } catch (...) {
+      util::log().error("serve: reading requests failed");
+      status = 1;
     }
-    wait_idle();
-    m_host.shutdown_all();
+    stop();
     return status;
   }
 
  private:
-  void handle_frame(const std::string& body) {
-    wire::JsonParser parser;
-    auto v = parser.parse(body);
-    if (!v) {
-      write(wire::encode_error_reply(nullptr, k_parse_error, "Parse error: " + v.error().message));
-      return;
+  // --- reading -------------------------------------------------------------------------
+
+  // Whether another request may start: a slot is free and the output has room.
+  bool may_start() {
+    {
+      std::lock_guard lock(m_mutex);
+      if (m_active >= k_max_serve_in_flight) return false;
     }
-    const auto* o = v->if_object();
-    const json::value* method = o ? o->if_contains("method") : nullptr;
-    const json::value* id = o ? o->if_contains("id") : nullptr;
-    if (method == nullptr || !method->is_string()) {
-      write(wire::encode_error_reply(id && (id->is_string() || id->is_number()) ? *id : json::value(nullptr),
-                                     k_invalid_request, "Invalid Request: expected a method"));
-      return;
+    return m_writer.accepting();
+  }
+
+  // Reads and starts requests until the input ends, host.shutdown arrives or stop_fd is
+  // readable. Returns 1 when the input broke the framing, else 0.
+  int read_requests() {
+    wire::FrameParser parser("serve client");
+    std::string input;          // bytes read and not yet parsed, from input_offset on
+    std::size_t input_offset = 0;
+    bool input_open = true;
+    for (;;) {
+      while (input_offset < input.size() && may_start()) {
+        auto step = parser.feed(std::string_view(input).substr(input_offset));
+        input_offset += step.consumed;
+        if (step.error) {
+          m_writer.push_now(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + *step.error));
+          return 1;
+        }
+        if (step.body) handle_frame(std::string(*step.body));
+        if (m_stop_requested) return 0;
+      }
+      if (input_offset == input.size()) {
+        input.clear();
+        input_offset = 0;
+        if (!input_open) {
+          if (auto err = parser.finish()) {
+            util::log().warn("serve: {}", *err);
+            return 1;
+          }
+          return 0;
+        }
+      }
+      const bool read_input = input_open && input.empty() && may_start();
+      pollfd fds[3] = {{m_wakeup.fd(), POLLIN, 0}, {m_stop_watched ? m_options.stop_fd : -1, POLLIN, 0},
+                       {read_input ? m_options.input_fd : -1, POLLIN, 0}};
+      if (::poll(fds, 3, -1) < 0) {
+        if (errno == EINTR) continue;
+        util::log().error("serve: waiting for input failed: {}", util::os_error_text(errno));
+        return 1;
+      }
+      if (fds[0].revents != 0) m_wakeup.drain();
+      if (fds[1].revents != 0 && read_stop_bytes()) return 0;
+      if (fds[2].revents != 0) {
+        input.resize(k_input_chunk);
+        const ssize_t n = ::read(m_options.input_fd, input.data(), input.size());
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+          input.clear();
+          continue;
+        }
+        if (n < 0) util::log().warn("serve: reading the input failed: {}", util::os_error_text(errno));
+        input.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+        if (n <= 0) input_open = false;
+      }
     }
-    if (id == nullptr || id->is_null()) return;  // notifications ask for nothing
-    if (!id->is_string() && !id->is_number()) {
-      write(wire::encode_error_reply(nullptr, k_invalid_request, "Invalid Request: id must be a string or a number"));
-      return;
+  }
+
+  // Takes what stop_fd holds: its first byte (or its end) asks to stop, each later byte to
+  // kill every extension. True when a stop was asked for now.
+  bool read_stop_bytes() {
+    char bytes[64];
+    const ssize_t n = ::read(m_options.stop_fd, bytes, sizeof bytes);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) return false;
+      util::log().warn("serve: reading stop_fd failed: {}; it is no longer watched", util::os_error_text(errno));
+      m_stop_watched = false;
+      return false;
     }
-    const std::string name(method->get_string());
-    const json::value* p = o->if_contains("params");
-    json::value params = p ? *p : json::value(json::object());
-    if (!known(name)) {
-      write(wire::encode_error_reply(*id, k_method_not_found, "method not found: " + name));
-      return;
+    const bool first = m_stop_bytes == 0;
+    if (n == 0) {  // its end: no byte will follow; as the first event, a stop
+      m_stop_watched = false;
+      if (first) m_stop_bytes = 1;
+      return first;
     }
-    if (name == "host.shutdown") {  // answered here, after every extension stopped
-      wait_idle();
-      m_host.shutdown_all();
-      reply(*id, name, json::value(json::object{{"ok", true}}));
-      m_stopping = true;
-      return;
+    m_stop_bytes += static_cast<std::uint64_t>(n);
+    m_kills_pending += static_cast<std::uint64_t>(n) - (first ? 1 : 0);
+    return first;
+  }
+
+  void handle_frame(std::string body) {
+    Request r{std::string(server::k_null_id), {}, {}};
+    try {
+      // Kept: an id beyond the double range is echoed as its bytes; params holding such a
+      // number are refused below.
+      wire::JsonParser parser(wire::JsonParser::OutOfRange::keep);
+      auto v = parser.parse(body);
+      if (!v) {
+        m_writer.push_now(server::error_frame(server::k_null_id, k_parse_error, "Parse error: " + v.error().message));
+        return;
+      }
+      const auto* o = v->if_object();
+      const json::value* method = o ? o->if_contains("method") : nullptr;
+      const json::value* id = o ? o->if_contains("id") : nullptr;
+      const bool id_valid = id != nullptr && (id->is_string() || id->is_number());
+      if (id_valid) {
+        const auto raw = server::raw_member(body, "id");
+        r.raw_id = raw ? std::string(*raw) : json::serialize(*id);
+      }
+      if (method == nullptr || !method->is_string()) {
+        m_writer.push_now(server::error_frame(r.raw_id, k_invalid_request, "Invalid Request: expected a method"));
+        return;
+      }
+      if (id == nullptr || id->is_null()) return;  // notifications ask for nothing
+      if (!id_valid) {
+        m_writer.push_now(
+            server::error_frame(server::k_null_id, k_invalid_request, "Invalid Request: id must be a string or a number"));
+        return;
+      }
+      r.method = std::string(method->get_string());
+      if (!known(r.method)) {
+        m_writer.push_now(server::error_frame(r.raw_id, k_method_not_found, "method not found: " + r.method));
+        return;
+      }
+      if (r.method == "host.shutdown") {  // answered once the stop is done
+        m_shutdown_id = r.raw_id;
+        m_stop_requested = true;
+        return;
+      }
+      const json::value* p = o->if_contains("params");
+      r.params = p ? *p : json::value(json::object());
+      if (!wire::all_numbers_finite(r.params)) {
+        m_writer.push_now(server::error_frame(r.raw_id, k_invalid_params,
+                                              r.method + ": invalid params: a number is beyond the double range"));
+        return;
+      }
+      start(std::move(r));
+    } catch (const std::exception& e) {
+      internal_error_now(r, e.what());
+    } catch (...) {
+      internal_error_now(r, "unknown exception");
     }
-    m_slots.acquire();  // backpressure: the input waits while every slot is busy
+  }
+
+  // The reading thread's answer to a frame whose handling threw.
+  void internal_error_now(const Request& r, std::string_view what) {
+    m_writer.push_now(r.method.empty()
+                          ? server::error_frame(r.raw_id, k_internal_error, "internal error: " + std::string(what))
+                          : internal_error_frame(r, what));
+  }
+
+  // Runs `r` on a thread of its own.
+  void start(Request r) {
     {
       std::lock_guard lock(m_mutex);
       ++m_active;
     }
-    std::thread([this, request_id = *id, name, params = std::move(params)]() mutable {
-      Reply r = dispatch(request_id, name, params);
-      reply(request_id, name, std::move(r));
-      m_slots.release();
-      std::lock_guard lock(m_mutex);
-      if (--m_active == 0) m_idle.notify_all();
-    }).detach();
-  }
-
-  static bool known(const std::string& method) {
-    static const char* const k_methods[] = {
-        "host.load",   "host.unload",    "host.reload",       "host.discover",   "host.list",
-        "host.tools",  "host.health",    "host.stats",        "host.config",     "host.shutdown",
-        "tool.call",   "hook.emit",      "command.invoke",    "provider.complete", "provider.stream",
-        "info.get",    "session.start",  "session.end"};
-    for (const char* m : k_methods) {
-      if (method == m) return true;
+    try {
+      std::thread([this, r = std::move(r)]() mutable { run_request(std::move(r)); }).detach();
+    } catch (...) {
+      finished();
+      throw;
     }
-    return false;
   }
 
-  void wait_idle() {
-    std::unique_lock lock(m_mutex);
-    m_idle.wait(lock, [this] { return m_active == 0; });
+  // A slot is free again: the reading thread may read on, the stop may end.
+  void finished() {
+    m_wakeup.notify();
+    std::lock_guard lock(m_mutex);
+    if (--m_active == 0) m_idle.notify_all();
   }
 
-  void reply(const json::value& id, const std::string& method, Reply r) {
-    if (auto* v = std::get_if<json::value>(&r)) {
-      write(wire::encode_result_reply(id, *v));
-      return;
-    }
-    auto& f = std::get<Failure>(r);
-    json::object data{{"kind", kind_name(f.error.kind)}, {"method", method}};
-    data["extension"] = f.extension.empty() ? json::value(nullptr) : json::value(f.extension);
-    const json::value data_value(std::move(data));
-    write(wire::encode_error_reply(id, code_for(f.error.kind), method + ": " + f.error.message, &data_value));
-  }
+  // --- a request's own thread ----------------------------------------------------------
 
-  void write(const std::string& body) {
-    const std::string frame = wire::FrameWriter::frame(body);
-    std::lock_guard lock(m_write_mutex);
-    std::size_t off = 0;
-    while (off < frame.size() && !m_output_closed) {
-      const ssize_t n = ::write(m_options.output_fd, frame.data() + off, frame.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        util::log().warn("serve: the client stopped reading: {}", util::os_error_text(errno));
-        m_output_closed = true;
-        break;
+  void run_request(Request r) {
+    try {
+      std::string frame;
+      try {
+        frame = answer(r);
+      } catch (const std::exception& e) {
+        frame = internal_error_frame(r, e.what());
+      } catch (...) {
+        frame = internal_error_frame(r, "unknown exception");
       }
-      off += static_cast<std::size_t>(n);
+      if (!frame.empty()) m_writer.push(std::move(frame));  // waits while the output is full
+    } catch (const std::exception& e) {
+      util::log().error("serve: {}: the answer could not be written: {}", r.method, e.what());
+    } catch (...) {
+      util::log().error("serve: {}: the answer could not be written", r.method);
     }
+    finished();
   }
 
-  // --- the methods ---------------------------------------------------------------------
-
-  static const json::string* str(const json::value& params, std::string_view key) {
-    const auto* o = params.if_object();
-    const auto* v = o ? o->if_contains(key) : nullptr;
-    return v ? v->if_string() : nullptr;
-  }
-
-  static Failure missing(std::string_view key) {
-    return Failure{Error::usage("missing or invalid '" + std::string(key) + "' parameter"), {}};
-  }
-
-  static Reply from(Result<std::string> r, const std::string& extension, const char* key) {
-    if (!r) return Failure{std::move(r).error(), extension};
-    return json::value(json::object{{key, parsed(*r)}});
+  // The frame answering `r`; empty when it was already written.
+  std::string answer(const Request& r) {
+    if (m_stopping) return failure_frame(r, Failure{k_internal_error, "internal", "the server is stopping", {}});
+    if (r.method == "provider.stream") return stream(r);
+    return reply_frame(r, dispatch(r));
   }
 
   Reply info_reply(Result<ExtensionInfo> r, const std::string& extension) {
     if (!r) return Failure{std::move(r).error(), extension};
-    return parsed(to_json_text(*r));
+    return Answer{to_json_text(*r), {}};
   }
 
-  Reply dispatch(const json::value& request_id, const std::string& method, const json::value& params) {
+  Reply dispatch(const Request& r) {
+    const std::string& method = r.method;
+    const json::value& params = r.params;
     const auto* id = str(params, "id");
     const std::string ext = id ? std::string(*id) : std::string();
     if (method == "host.load") {
@@ -235,48 +459,48 @@ class Server {
       if (!path) return missing("path");
       return info_reply(m_host.load(std::string(*path)), {});
     }
-    if (method == "host.discover") return parsed(to_json_text(m_host.discover()));
+    if (method == "host.discover") return Answer{to_json_text(m_host.discover()), {}};
     if (method == "host.list") {
-      json::array all;
-      for (const auto& info : m_host.list()) all.push_back(parsed(to_json_text(info)));
-      return json::value(json::object{{"extensions", std::move(all)}});
+      std::string all;
+      for (const auto& info : m_host.list()) all += (all.empty() ? "" : ",") + to_json_text(info);
+      return Answer{"[" + all + "]", "extensions"};
     }
     if (method == "host.tools") {
-      json::array all;
-      for (const auto& t : m_host.tools()) all.push_back(parsed(to_json_text(t)));
-      return json::value(json::object{{"tools", std::move(all)}});
+      std::string all;
+      for (const auto& t : m_host.tools()) all += (all.empty() ? "" : ",") + to_json_text(t);
+      return Answer{"[" + all + "]", "tools"};
     }
     if (method == "tool.call") {
       const auto* tool = str(params, "tool");
       if (!tool) return missing("tool");
-      const auto& o = params.as_object();
-      const auto* input = o.if_contains("input");
+      const auto* input = member(params, "input");
       ToolCallContext context;
       if (const auto* s = str(params, "session_id")) context.session_id = std::string(*s);
       if (const auto* c = str(params, "cwd")) context.cwd = std::string(*c);
-      const std::string name(*tool);
-      auto r = m_host.call_named_tool(name, input ? json::serialize(*input) : std::string("{}"), context);
-      return from(std::move(r), name.substr(0, name.find(':')), "result");
+      auto result =
+          m_host.call_named_tool(std::string(*tool), input ? json::serialize(*input) : std::string("{}"), context);
+      return wrapped(std::move(result), extension_of(r), "result");
     }
-    if (method == "hook.emit") return from(m_host.emit_hook(json::serialize(params)), {}, "result");
+    if (method == "hook.emit") return wrapped(m_host.emit_hook(json::serialize(params)), {}, "result");
     if (method == "session.start" || method == "session.end") {
       const auto* session = str(params, "session_id");
       if (!session) return missing("session_id");
       if (method == "session.start") {
         auto injection = m_host.session_start(std::string(*session));
-        return json::value(json::object{{"injection", injection ? json::value(*injection) : json::value(nullptr)}});
+        return Answer{injection ? json::serialize(json::value(*injection)) : std::string("null"), "injection"};
       }
-      const auto* transcript = params.as_object().if_contains("transcript");
-      auto ended = m_host.session_end(std::string(*session),
-                                      transcript && !transcript->is_null() ? json::serialize(*transcript) : std::string());
+      const auto* transcript = member(params, "transcript");
+      auto ended = m_host.session_end(std::string(*session), transcript && !transcript->is_null()
+                                                                  ? json::serialize(*transcript)
+                                                                  : std::string());
       if (!ended) return Failure{std::move(ended).error(), {}};
-      return json::value(json::object{{"completed", *ended}});
+      return Answer{*ended ? "true" : "false", "completed"};
     }
     if (!id) return missing("id");
     if (method == "host.unload") {
-      auto r = m_host.unload(ext);
-      if (!r) return Failure{std::move(r).error(), ext};
-      return json::value(json::object{{"ok", true}});
+      auto unloaded = m_host.unload(ext);
+      if (!unloaded) return Failure{std::move(unloaded).error(), ext};
+      return Answer{"true", "ok"};
     }
     if (method == "host.reload") return info_reply(m_host.reload(ext), ext);
     if (method == "host.health") {
@@ -288,51 +512,159 @@ class Server {
       o["lifecycle"] = life ? json::value(json::object{{"generation", life->generation},
                                                        {"health", std::string(to_string(life->health))}})
                             : json::value(nullptr);
-      return json::value(std::move(o));
+      return Answer{json::serialize(o), {}};
     }
     if (method == "host.stats") {
       auto s = m_host.stats(ext);
       if (!s) return Failure{std::move(s).error(), ext};
-      return parsed(to_json_text(*s));
+      return Answer{to_json_text(*s), {}};
     }
-    if (method == "host.config") return from(m_host.config_report(ext), ext, "config");
-    if (method == "info.get") return from(m_host.info(ext), ext, "info");
+    if (method == "host.config") return wrapped(m_host.config_report(ext), ext, "config");
+    if (method == "info.get") return wrapped(m_host.info(ext), ext, "info");
     if (method == "command.invoke") {
       const auto* command = str(params, "command");
       if (!command) return missing("command");
       std::vector<std::string> args;
-      if (const auto* a = params.as_object().if_contains("args"); a != nullptr && a->is_array()) {
+      if (const auto* a = member(params, "args"); a != nullptr && a->is_array()) {
         for (const auto& item : a->get_array()) {
           if (!item.is_string()) return missing("args");
           args.emplace_back(item.get_string());
         }
       }
-      auto r = m_host.invoke_command(ext, std::string(*command), args);
-      if (!r) return Failure{std::move(r).error(), ext};
-      return parsed(to_json_text(*r));
+      auto invoked = m_host.invoke_command(ext, std::string(*command), args);
+      if (!invoked) return Failure{std::move(invoked).error(), ext};
+      return Answer{to_json_text(*invoked), {}};
     }
-    if (method == "provider.complete" || method == "provider.stream") {
-      const auto* p = params.as_object().if_contains("params");
-      const std::string turn = p ? json::serialize(*p) : std::string("{}");
-      if (method == "provider.complete") return from(m_host.complete(ext, turn), ext, "result");
-      auto r = m_host.stream(ext, turn, [this, request_id](const std::string& event) {
-        write(wire::encode_notification("provider.stream.event",
-                                        json::object{{"request_id", request_id}, {"event", parsed(event)}}));
-      });
-      return from(std::move(r), ext, "result");
+    if (method == "provider.complete") {
+      const auto* p = member(params, "params");
+      return wrapped(m_host.complete(ext, p ? json::serialize(*p) : std::string("{}")), ext, "result");
     }
     return Failure{Error::internal("no handler for a known method"), {}};
   }
 
+  // provider.stream: the host's call runs on a helper thread while this one takes each
+  // event from the relay to the output, waiting for room there as any request does.
+  // Writes its own answer (and returns nothing) when the stream had to be cut.
+  std::string stream(const Request& r) {
+    const auto* id = str(r.params, "id");
+    if (!id) return reply_frame(r, missing("id"));
+    const std::string ext(*id);
+    const auto* p = member(r.params, "params");
+    const std::string turn = p ? json::serialize(*p) : std::string("{}");
+
+    auto relay = std::make_shared<server::StreamRelay>();
+    std::optional<Result<std::string>> outcome;  // written by the helper before relay->close()
+    std::thread helper([this, relay, &outcome, &ext, &turn] {
+      try {
+        outcome = m_host.stream(ext, turn, [relay](const std::string& event) { relay->offer(event); });
+      } catch (const std::exception& e) {
+        outcome = Error::internal(std::string("internal error: ") + e.what());
+      } catch (...) {
+        outcome = Error::internal("internal error: unknown exception");
+      }
+      relay->close();
+    });
+    JoinOnExit join{helper};
+
+    std::optional<Failure> failure;
+    std::uint64_t delivered = 0;
+    while (auto event = relay->take()) {
+      std::size_t size = 0;
+      auto frame = server::stream_event_frame(r.raw_id, *event, size);
+      if (!frame) {
+        relay->cut();
+        failure = over_cap(ext, "stream event", size);
+        break;
+      }
+      if (!m_writer.push(std::move(*frame))) {  // the output is closed: nobody reads on
+        relay->cut();
+        break;
+      }
+      ++delivered;
+    }
+    if (!failure && relay->overflowed()) {
+      failure = server_failure(k_output_error, "output", ext,
+                               "the client read the stream too slowly: its events outgrew the " +
+                                   mib(server::k_stream_buffer_budget) + " buffer, so the stream was cut after " +
+                                   std::to_string(delivered) + " events");
+    }
+    if (failure) {
+      // Answered now; the host's call may still run (it has no way to be cancelled from
+      // here) and keeps this request's slot until it ends.
+      m_writer.push(failure_frame(r, *failure));
+      return {};
+    }
+    helper.join();
+    return reply_frame(r, wrapped(std::move(*outcome), ext, "result"));
+  }
+
+  // --- stopping ------------------------------------------------------------------------
+
+  bool wait_idle_for(std::chrono::milliseconds d) {
+    std::unique_lock lock(m_mutex);
+    return m_idle.wait_for(lock, d, [this] { return m_active == 0; });
+  }
+
+  // Cancels every running call (Host::shutdown_all() fails them), lets their threads
+  // answer, answers host.shutdown last, and gives the output a bounded time to drain.
+  // stop_fd is still watched meanwhile: each further byte kills every extension at once.
+  void stop() {
+    m_stopping = true;
+    m_writer.stop_waiting();  // what is still to be written is already in memory
+    std::atomic<bool> done{false};
+    std::thread stopper([this, &done] {
+      try {
+        do {
+          m_host.shutdown_all();
+        } while (!wait_idle_for(k_stop_round));
+      } catch (...) {
+        util::log().error("serve: stopping every extension failed; waiting for the running requests");
+        while (!wait_idle_for(k_stop_round)) {
+        }
+      }
+      done = true;
+      m_wakeup.notify();
+    });
+    JoinOnExit join{stopper};
+    while (!done) {
+      if (m_kills_pending > 0) {
+        m_kills_pending = 0;
+        try {
+          m_host.kill_all();
+        } catch (...) {
+          util::log().error("serve: killing every extension failed");
+        }
+      }
+      pollfd fds[2] = {{m_wakeup.fd(), POLLIN, 0}, {m_stop_watched ? m_options.stop_fd : -1, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
+        util::log().error("serve: waiting for the stop failed: {}", util::os_error_text(errno));
+        break;
+      }
+      if (fds[0].revents != 0) m_wakeup.drain();
+      if (fds[1].revents != 0) read_stop_bytes();
+    }
+    stopper.join();
+    if (m_shutdown_id) {
+      std::size_t size = 0;
+      if (auto frame = server::result_frame(*m_shutdown_id, R"({"ok":true})", size)) m_writer.push(std::move(*frame));
+    }
+    m_writer.finish();
+  }
+
   ServeOptions m_options;
   Host m_host;
-  std::counting_semaphore<k_max_serve_in_flight> m_slots{k_max_serve_in_flight};
+  Wakeup m_wakeup;
+  server::OutputWriter m_writer;
   std::mutex m_mutex;  // guards m_active
   std::condition_variable m_idle;
   int m_active = 0;
-  std::mutex m_write_mutex;  // one frame at a time on the output
-  bool m_output_closed = false;
   std::atomic<bool> m_stopping{false};
+  // The reading thread's own state.
+  bool m_stop_requested = false;            // host.shutdown arrived
+  std::optional<std::string> m_shutdown_id;  // its id, answered last
+  bool m_stop_watched = false;              // stop_fd is open and watched
+  std::uint64_t m_stop_bytes = 0;           // bytes (or the end) seen on stop_fd
+  std::uint64_t m_kills_pending = 0;        // bytes past the first, not yet acted on
 };
 
 }  // namespace

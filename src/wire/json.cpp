@@ -58,7 +58,7 @@ std::string write_json(const boost::json::value& v) {
 namespace detail {
 
 bool ValueBuilder::on_double(double d, boost::json::string_view literal, boost::system::error_code& ec) {
-  if (std::isfinite(d)) {
+  if (std::isfinite(d) || keep_out_of_range) {
     st.push_double(d);
     return true;
   }
@@ -76,7 +76,9 @@ bool ValueBuilder::on_double(double d, boost::json::string_view literal, boost::
 
 }  // namespace detail
 
-JsonParser::JsonParser() : m_parser(limited_options(), boost::json::storage_ptr()) {}
+JsonParser::JsonParser(OutOfRange out_of_range) : m_parser(limited_options(), boost::json::storage_ptr()) {
+  m_parser.handler().keep_out_of_range = out_of_range == OutOfRange::keep;
+}
 
 Result<boost::json::value> JsonParser::parse(std::string_view text) {
   m_parser.reset();

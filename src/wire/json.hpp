@@ -60,6 +60,7 @@ struct ValueBuilder {
   bool on_comment(boost::json::string_view, boost::system::error_code&) { return true; }
 
   boost::json::value_stack st;
+  bool keep_out_of_range = false;         // keep such a number as an infinity instead
   std::string_view text;                  // the text being parsed, for offsets
   std::optional<OutOfRange> out_of_range;  // why the last parse stopped, if for a number
 };
@@ -69,7 +70,11 @@ struct ValueBuilder {
 // A reusable parser: keeps its internal stack between frames. One per stream.
 class JsonParser {
  public:
-  JsonParser();
+  // Whether a number beyond the double range stops the parse (the default) or is kept as
+  // an infinity, for a caller that must still read the rest (serve echoes a request's id
+  // as its bytes, and refuses such a number only where it would be used).
+  enum class OutOfRange { refuse, keep };
+  explicit JsonParser(OutOfRange out_of_range = OutOfRange::refuse);
   // Parses one complete JSON text. The error is the parser's own message, or
   // "number out of range at byte <n>: <literal>" for a number beyond the double range.
   Result<boost::json::value> parse(std::string_view text);

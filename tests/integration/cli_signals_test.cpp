@@ -307,7 +307,7 @@ TEST_F(CliSignals, AnInterruptedConformanceCheckKillsItsExtensionsGroup) {
 std::string frame(const std::string& body) { return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body; }
 
 // Needs serve() to read ServeOptions::stop_fd: enable it together with that.
-TEST_F(CliSignals, DISABLED_ServeStopsEveryExtensionOnSigterm) {
+TEST_F(CliSignals, ServeStopsEveryExtensionOnSigterm) {
   const bool daemons_contained = contained();
   fs::remove(pids_file);
   manifest();

@@ -7,9 +7,13 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <functional>
+#include <regex>
 #include <set>
 
 #include "../support/plugin_dir.hpp"
+#include "../support/proc.hpp"
+#include "exthost/serve.hpp"
 #include "wire/frame_parser.hpp"
 #include "wire/frame_writer.hpp"
 
@@ -20,30 +24,58 @@ namespace json = boost::json;
 using exthost::testing::TempRoot;
 using exthost::testing::write_fake_plugin;
 
-// A client of one `exthost serve` process. Every read is bounded: a silent server fails
-// the test instead of hanging it.
+// Runs the server in a child process whose stdin and stdout are the client's pipes, given the
+// read end of the client's stop pipe (or -1); never returns.
+using ServerMain = std::function<void(int stop_fd)>;
+
+// `exthost serve` with `args` after "serve"; `before_exec` runs in the child first.
+ServerMain cli_server(std::vector<std::string> args, std::function<void()> before_exec = {}) {
+  return [args = std::move(args), before_exec = std::move(before_exec)](int) {
+    if (before_exec) before_exec();
+    std::vector<char*> argv{const_cast<char*>("exthost"), const_cast<char*>("serve")};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(EXTHOST_CLI, argv.data());
+    ::_exit(127);
+  };
+}
+
+// exthost::serve() itself with `options`, in a child of the test, watching the stop pipe.
+ServerMain serve_in_child(exthost::HostOptions options) {
+  return [options = std::move(options)](int stop_fd) {
+    exthost::ServeOptions o;
+    o.host = options;
+    o.stop_fd = stop_fd;
+    ::_exit(exthost::serve(o));
+  };
+}
+
+// A client of one server process. Every read is bounded: a silent server fails the test
+// instead of hanging it.
 class ServeClient {
  public:
-  explicit ServeClient(const fs::path& home, const char* timeout_seconds = nullptr) {
-    int in[2], out[2];
+  explicit ServeClient(const fs::path& home, const char* timeout_seconds = nullptr)
+      : ServeClient(timeout_seconds ? cli_server({"--home", home.string(), "--timeout", timeout_seconds})
+                                    : cli_server({"--home", home.string()})) {}
+  explicit ServeClient(const ServerMain& server) {
+    int in[2], out[2], stop[2];
     EXPECT_EQ(::pipe(in), 0);
     EXPECT_EQ(::pipe(out), 0);
+    EXPECT_EQ(::pipe(stop), 0);
     m_pid = ::fork();
     if (m_pid == 0) {
       ::dup2(in[0], 0);
       ::dup2(out[1], 1);
-      ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
-      if (timeout_seconds != nullptr) {
-        ::execl(EXTHOST_CLI, "exthost", "serve", "--home", home.c_str(), "--timeout", timeout_seconds,
-                static_cast<char*>(nullptr));
-      }
-      ::execl(EXTHOST_CLI, "exthost", "serve", "--home", home.c_str(), static_cast<char*>(nullptr));
+      ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]), ::close(stop[1]);
+      server(stop[0]);
       ::_exit(127);
     }
     ::close(in[0]);
     ::close(out[1]);
+    ::close(stop[0]);
     m_to = in[1];
     m_from = out[0];
+    m_stop = stop[1];
   }
   ~ServeClient() {
     if (m_to >= 0) ::close(m_to);
@@ -52,7 +84,9 @@ class ServeClient {
       ::waitpid(m_pid, nullptr, 0);
     }
     ::close(m_from);
+    ::close(m_stop);
   }
+  pid_t pid() const { return m_pid; }
 
   // Sends a request without waiting; returns its id.
   int send_request(const std::string& method, json::value params) {
@@ -64,10 +98,7 @@ class ServeClient {
 
   // Sends a request and waits for its reply; notifications that arrive first are kept.
   json::object call(const std::string& method, json::value params) {
-    const int id = ++m_next_id;
-    const std::string body =
-        json::serialize(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
-    send_raw(exthost::wire::FrameWriter::frame(body));
+    const int id = send_request(method, std::move(params));
     for (;;) {
       auto msg = next();
       if (!msg) return json::object{{"error", "no reply"}};
@@ -80,14 +111,22 @@ class ServeClient {
     ::close(m_to);
     m_to = -1;
   }
+  // One byte on the server's stop pipe.
+  void send_stop_byte() { ASSERT_EQ(::write(m_stop, "s", 1), 1); }
   std::optional<json::object> next() {
+    auto body = next_raw();
+    if (!body) return std::nullopt;
+    return json::parse(*body).as_object();
+  }
+  // The next frame's body as it came.
+  std::optional<std::string> next_raw() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (;;) {
       auto step = m_parser.feed(m_pending);
-      std::optional<json::value> body;
-      if (step.body) body = json::parse(*step.body);  // the view may point into m_pending
+      std::optional<std::string> body;
+      if (step.body) body = std::string(*step.body);  // the view may point into m_pending
       m_pending.erase(0, step.consumed);
-      if (body) return body->as_object();
+      if (body) return body;
       if (step.error) {
         ADD_FAILURE() << *step.error;
         return std::nullopt;
@@ -104,9 +143,17 @@ class ServeClient {
       m_pending.append(buf, static_cast<std::size_t>(n));
     }
   }
-  int wait_exit() {
+  // The server's exit status once it ends within `bound`; -1 (and a failure) if it did not.
+  int wait_exit(std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
     int status = 0;
-    for (int i = 0; i < 2000 && ::waitpid(m_pid, &status, WNOHANG) == 0; ++i) ::usleep(10'000);
+    while (::waitpid(m_pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "the server did not end within " << bound.count() << " ms";
+        return -1;
+      }
+      ::usleep(10'000);
+    }
     m_reaped = true;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
@@ -114,12 +161,45 @@ class ServeClient {
 
  private:
   pid_t m_pid = -1;
-  int m_to = -1, m_from = -1;
+  int m_to = -1, m_from = -1, m_stop = -1;
   int m_next_id = 0;
   bool m_reaped = false;
   exthost::wire::FrameParser m_parser{"serve"};
   std::string m_pending;
 };
+
+// What is left of `total` since `start`.
+std::chrono::milliseconds left_of(std::chrono::steady_clock::time_point start, std::chrono::milliseconds total) {
+  return total - std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+}
+
+// Waits until `pred` holds, for at most `bound`; returns pred().
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!pred() && std::chrono::steady_clock::now() < deadline) ::usleep(20'000);
+  return pred();
+}
+
+// The one extension child of a server process; -1 (and a failure) if there is not exactly one.
+pid_t only_extension_of(pid_t server) {
+  const auto children = exthost::testing::child_pids(server);
+  if (children.size() != 1) {
+    ADD_FAILURE() << "expected one extension child, found " << children.size();
+    return -1;
+  }
+  return children.front();
+}
+
+// Sends a call to a loaded extension and waits until the extension has read it, so that
+// the call is running when the test goes on.
+int send_call_and_wait_until_read(ServeClient& client, pid_t extension, const std::string& tool) {
+  const long long before = exthost::testing::read_chars(extension);
+  const int id = client.send_request("tool.call", json::object{{"tool", tool}});
+  EXPECT_TRUE(eventually([&] { return exthost::testing::read_chars(extension) > before; }, std::chrono::seconds(10)))
+      << "the extension never read the call";
+  return id;
+}
 
 class ServeTest : public ::testing::Test {
  protected:
@@ -262,6 +342,280 @@ TEST_F(ServeTest, MalformedRequestsGetJsonRpcErrorsAndTheServerCarriesOn) {
             "session.end: missing or invalid 'session_id' parameter");
   EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
   EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// Ids come back as the bytes that carried them: a number keeps its spelling however large,
+// small or precise, in replies, errors and stream notifications alike.
+TEST_F(ServeTest, IdsAreEchoedExactlyAsTheirBytesCameIn) {
+  const auto provider = write_fake_plugin(root.path(), "prov", {"provider", "2"},
+                                          R"({"permissions":["tools.register","providers.register"]})");
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", provider.string()}}).contains("result"));
+  auto request = [](const std::string& id, const std::string& method, const std::string& params) {
+    return exthost::wire::FrameWriter::frame(R"({"jsonrpc":"2.0", "id" : )" + id + R"( ,"method":")" + method +
+                                             R"(","params":)" + params + "}");
+  };
+  for (const std::string id : {"1e400", "18446744073709551616", "-123456789012345678901234567890", "1.0", "1E2", "-0",
+                               "0.5e-400", R"("a\u0062")", "7"}) {
+    client.send_raw(request(id, "host.list", "{}"));
+    auto body = client.next_raw();
+    ASSERT_TRUE(body) << id;
+    EXPECT_TRUE(body->starts_with(R"({"jsonrpc":"2.0","id":)" + id + R"(,"result":)")) << *body;
+  }
+  client.send_raw(request("1.0", "no.such", "{}"));
+  auto unknown = client.next_raw();
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(*unknown, R"({"jsonrpc":"2.0","id":1.0,"error":{"code":-32601,"message":"method not found: no.such"}})");
+  client.send_raw(exthost::wire::FrameWriter::frame(R"({"jsonrpc":"2.0","id":1e400})"));
+  auto invalid = client.next_raw();
+  ASSERT_TRUE(invalid);
+  EXPECT_TRUE(invalid->starts_with(R"({"jsonrpc":"2.0","id":1e400,"error":{"code":-32600,)")) << *invalid;
+
+  client.send_raw(request("5", "tool.call", R"({"tool":"x:y","input":{"n":1e999}})"));
+  auto refused = client.next_raw();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(*refused, R"({"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"tool.call: invalid params: a number is beyond the double range"}})");
+
+  client.send_raw(request("1e400", "provider.stream", R"({"id":"prov","params":{"model":"m1","messages":[]}})"));
+  std::size_t events = 0;
+  for (;;) {
+    auto body = client.next_raw();
+    ASSERT_TRUE(body);
+    if (body->find(R"("method":"provider.stream.event")") == std::string::npos) {
+      EXPECT_TRUE(body->starts_with(R"({"jsonrpc":"2.0","id":1e400,"result":)")) << *body;
+      break;
+    }
+    EXPECT_NE(body->find(R"("params":{"request_id":1e400,"event":)"), std::string::npos) << *body;
+    ++events;
+  }
+  EXPECT_GE(events, 2u);
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// A reply may not exceed the client's 4 MiB frame cap: a result that would becomes an error
+// naming the method and the extension, and a result just under the cap arrives whole.
+TEST_F(ServeTest, AResultOverTheFrameCapBecomesAnErrorNamingTheMethodAndTheExtension) {
+  const auto big = write_fake_plugin(root.path(), "big", {"sized"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", big.string()}}).contains("result"));
+  constexpr std::int64_t cap = 4 * 1024 * 1024;
+  // The extension's own reply is exactly the cap, which it may send; wrapped for the client
+  // ({"result": …} and the client's id) it is over.
+  auto over = client.call("tool.call", json::object{{"tool", "big:echo"}, {"input", {{"frame_bytes", cap}}}});
+  ASSERT_TRUE(over.contains("error") && over.at("error").is_object()) << json::serialize(over).substr(0, 200);
+  EXPECT_EQ(over.at("error").at("code"), -32002);
+  const std::string message(over.at("error").at("message").as_string());
+  EXPECT_TRUE(std::regex_match(message, std::regex(R"(tool\.call: Extension 'big': result of (\d+) bytes exceeds the 4 MiB frame cap)")))
+      << message;
+  EXPECT_EQ(json::serialize(over.at("error").at("data")), R"({"kind":"extension","method":"tool.call","extension":"big"})");
+
+  auto under = client.call("tool.call", json::object{{"tool", "big:echo"}, {"input", {{"frame_bytes", cap - 64}}}});
+  ASSERT_TRUE(under.contains("result")) << json::serialize(under).substr(0, 200);
+  EXPECT_GT(under.at("result").at("result").at("content").as_string().size(), static_cast<std::size_t>(cap - 200));
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// A request that throws deep inside the host (here the host cannot make the relative plugin
+// path absolute, because the server's working directory was removed) is answered with an
+// error naming the method, and the server carries on. It used to end the server.
+TEST_F(ServeTest, AnExceptionInsideARequestIsAnErrorNamingTheMethod) {
+  write_fake_plugin(root.path(), "plug", {"echo"});
+  const fs::path gone = root.path() / "gone";
+  fs::create_directories(gone);
+  ServeClient client(cli_server({"--home", (root.path() / "home").string()}, [gone] {
+    if (::chdir(gone.c_str()) != 0 || ::rmdir(gone.c_str()) != 0) ::_exit(126);
+  }));
+  auto failed = client.call("host.load", json::object{{"path", "../plug"}});
+  ASSERT_TRUE(failed.contains("error") && failed.at("error").is_object()) << json::serialize(failed);
+  const std::string message(failed.at("error").at("message").as_string());
+  EXPECT_EQ(message.rfind("host.load: ", 0), 0u) << message;
+  EXPECT_NE(message.find("../plug"), std::string::npos) << message;
+  EXPECT_TRUE(client.call("host.list", json::object{}).contains("result")) << "the server carries on";
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// A stream to a client that reads nothing: the host's I/O thread never waits for the client,
+// so another extension's 1 s deadline still fires (it sends $/cancelRequest, which the
+// extension records) while the stream is held back; the server's memory stays bounded while
+// the whole 128 MiB flood passes through it; the stream ends with an error after the
+// events that could be kept, in order, none missing before the cut.
+TEST_F(ServeTest, AStreamToAClientThatDoesNotReadBlocksNoOtherExtensionAndHoldsBoundedMemory) {
+  const auto provider = write_fake_plugin(root.path(), "prov", {"provider", "1"},
+                                          R"({"permissions":["tools.register","providers.register"]})");
+  const fs::path marker_file = root.path() / "cancelled";
+  const auto marker = write_fake_plugin(root.path(), "marker", {"cancel-marker", marker_file.string()});
+  auto options = exthost::testing::isolated_options(root.path() / "home");
+  options.tool_call_timeout = std::chrono::seconds(1);
+  ServeClient client(serve_in_child(options));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", provider.string()}}).contains("result"));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", marker.string()}}).contains("result"));
+
+  constexpr std::int64_t count = 8000, pad = 16 * 1024;
+  const long rss_before = exthost::testing::status_kib(client.pid(), "VmRSS");
+  const long long read_before = exthost::testing::read_chars(client.pid());
+  const int stream_id = client.send_request(
+      "provider.stream", json::object{{"id", "prov"},
+                                      {"params", {{"model", "m1"}, {"messages", json::array{}}, {"flood", {{"count", count}, {"pad", pad}}}}}});
+  const int call_id = client.send_request("tool.call", json::object{{"tool", "marker:echo"}});
+  EXPECT_TRUE(eventually([&] { return fs::exists(marker_file); }, std::chrono::seconds(10)))
+      << "the other extension's 1 s deadline did not fire while the stream waited for the client";
+  EXPECT_TRUE(eventually([&] { return exthost::testing::read_chars(client.pid()) - read_before > count * pad; },
+                         std::chrono::seconds(30)))
+      << "the host stopped reading the streaming extension";
+  if (exthost::testing::k_memory_is_measurable) {
+    EXPECT_LT(exthost::testing::status_kib(client.pid(), "VmHWM") - rss_before, 64 * 1024)
+        << "KiB the server grew by while the client read nothing";
+  }
+
+  std::optional<json::object> stream_reply, call_reply;
+  std::int64_t next_index = 0;
+  while (!stream_reply || !call_reply) {
+    auto msg = client.next();
+    ASSERT_TRUE(msg);
+    if (msg->contains("method")) {
+      EXPECT_EQ(msg->at("params").at("request_id"), stream_id);
+      const auto& event = msg->at("params").at("event");
+      if (event.at("type") != "text") continue;
+      const std::string text(event.at("text").as_string());
+      EXPECT_EQ(text.substr(0, text.find(':')), std::to_string(next_index)) << "events arrive in order, none missing";
+      ++next_index;
+    } else if (msg->at("id") == stream_id) {
+      stream_reply = *msg;
+    } else if (msg->at("id") == call_id) {
+      call_reply = *msg;
+    }
+  }
+  EXPECT_GT(next_index, 0);
+  EXPECT_LT(next_index, count);
+  ASSERT_TRUE(stream_reply->contains("error")) << json::serialize(*stream_reply).substr(0, 300);
+  EXPECT_EQ(stream_reply->at("error").at("code"), -32004);
+  EXPECT_EQ(stream_reply->at("error").at("message").as_string().find("provider.stream: Extension 'prov': "), 0u)
+      << stream_reply->at("error").at("message");
+  EXPECT_EQ(stream_reply->at("error").at("data").at("kind"), "output");
+  ASSERT_TRUE(call_reply->contains("error"));
+  EXPECT_EQ(call_reply->at("error").at("code"), -32003);
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// A client that stops reading while its requests produce 512 KiB replies: the memory the
+// server holds for it is bounded by bytes (the output queue, and the replies of requests
+// already running), not by the count of requests; every reply still arrives once it reads.
+TEST_F(ServeTest, RepliesAClientDoesNotReadHoldBoundedMemory) {
+  const auto big = write_fake_plugin(root.path(), "big", {"sized"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", big.string()}}).contains("result"));
+  constexpr int requests = 300;
+  constexpr std::int64_t reply_bytes = 512 * 1024;
+  const long rss_before = exthost::testing::status_kib(client.pid(), "VmRSS");
+  const long long read_before = exthost::testing::read_chars(client.pid());
+  std::set<int> ids;
+  for (int i = 0; i < requests; ++i) {
+    ids.insert(client.send_request("tool.call", json::object{{"tool", "big:echo"}, {"input", {{"bytes", reply_bytes}}}}));
+  }
+  // Wait until the replies of the 64 requests that may run at once have reached the server,
+  // then until it reads no more.
+  auto read_so_far = [&] { return exthost::testing::read_chars(client.pid()) - read_before; };
+  EXPECT_TRUE(eventually([&] { return read_so_far() > 64 * reply_bytes; }, std::chrono::seconds(30)));
+  for (long long last = -1; last != read_so_far();) {
+    last = read_so_far();
+    ::usleep(1'000'000);
+  }
+  if (exthost::testing::k_memory_is_measurable) {
+    EXPECT_LT(exthost::testing::status_kib(client.pid(), "VmHWM") - rss_before, 80 * 1024)
+        << "KiB the server grew by while the client read nothing";
+  }
+  while (!ids.empty()) {
+    auto msg = client.next();
+    ASSERT_TRUE(msg);
+    ASSERT_TRUE(msg->contains("result")) << json::serialize(*msg).substr(0, 300);
+    EXPECT_EQ(msg->at("result").at("result").at("content").as_string().size(), static_cast<std::size_t>(reply_bytes));
+    ids.erase(static_cast<int>(msg->at("id").as_int64()));
+  }
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
+// host.shutdown during a call that would run 60 s: the call is cancelled (answered with an
+// error), then host.shutdown is answered, and the server ends within 10 s.
+TEST_F(ServeTest, ShutdownCancelsARunningCallAnswersItAndEndsPromptly) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const int call_id = send_call_and_wait_until_read(client, only_extension_of(client.pid()), "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  const int shutdown_id = client.send_request("host.shutdown", json::object{});
+  auto first = client.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->at("id"), call_id) << "the cancelled call is answered before host.shutdown";
+  ASSERT_TRUE(first->contains("error")) << json::serialize(*first);
+  EXPECT_NE(first->at("error").at("message").as_string().find("extension shutdown"), std::string::npos)
+      << first->at("error").at("message");
+  auto second = client.next();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->at("id"), shutdown_id);
+  EXPECT_EQ(json::serialize(second->at("result")), R"({"ok":true})");
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(10))), 0);
+}
+
+// The end of the input stops the server just as promptly, answering the running call.
+TEST_F(ServeTest, TheEndOfTheInputCancelsARunningCallAndEndsPromptly) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const int call_id = send_call_and_wait_until_read(client, only_extension_of(client.pid()), "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  client.close_input();
+  auto reply = client.next();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->at("id"), call_id);
+  EXPECT_TRUE(reply->contains("error")) << json::serialize(*reply);
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(10))), 0);
+}
+
+// A byte on stop_fd stops the server as the end of the input does, the input still open.
+TEST_F(ServeTest, AByteOnTheStopPipeStopsAsTheEndOfTheInputDoes) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  ServeClient client(serve_in_child(exthost::testing::isolated_options(root.path() / "home")));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const int call_id = send_call_and_wait_until_read(client, only_extension_of(client.pid()), "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  client.send_stop_byte();
+  auto reply = client.next();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->at("id"), call_id);
+  ASSERT_TRUE(reply->contains("error")) << json::serialize(*reply);
+  EXPECT_NE(reply->at("error").at("message").as_string().find("extension shutdown"), std::string::npos)
+      << reply->at("error").at("message");
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(10))), 0);
+}
+
+// A second byte kills every extension at once. Here the stop ladder would wait a minute for
+// the busy extension (the host then kills what is left after its 10 s bound); after the
+// second byte the server ends well before that bound.
+TEST_F(ServeTest, ASecondByteOnTheStopPipeKillsEveryExtensionAtOnce) {
+  const auto slow = write_fake_plugin(root.path(), "slow", {"slow-call", "60000"});
+  auto options = exthost::testing::isolated_options(root.path() / "home");
+  options.shutdown_request_timeout = std::chrono::seconds(60);
+  options.shutdown_grace = std::chrono::seconds(60);
+  ServeClient client(serve_in_child(options));
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", slow.string()}}).contains("result"));
+  const pid_t extension = only_extension_of(client.pid());
+  const int call_id = send_call_and_wait_until_read(client, extension, "slow:echo");
+  const auto stop_started = std::chrono::steady_clock::now();
+  client.send_stop_byte();
+  ::usleep(300'000);  // lets the stop begin; the kill must work at any point of it
+  EXPECT_TRUE(exthost::testing::alive(extension)) << "the ladder waits for the busy extension";
+  client.send_stop_byte();
+  auto reply = client.next();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->at("id"), call_id);
+  EXPECT_TRUE(reply->contains("error")) << json::serialize(*reply);
+  EXPECT_EQ(client.wait_exit(left_of(stop_started, std::chrono::seconds(8))), 0);
+  EXPECT_FALSE(exthost::testing::alive(extension));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// proc.hpp — /proc readings for tests: descriptor counts, zombies, process state.
+// proc.hpp — /proc readings for tests: descriptor counts, zombies, process state, memory
+// and input of another process.
 #pragma once
 
 #include <vector>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace exthost::testing {
 
@@ -82,14 +84,43 @@ inline constexpr bool k_memory_is_measurable = false;
 inline constexpr bool k_memory_is_measurable = true;
 #endif
 
-// Resident set size of this process in KiB.
-inline long rss_kib() {
-  std::ifstream f("/proc/self/status");
+// A memory field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM": the peak); 0 if unreadable.
+inline long status_kib(pid_t pid, const std::string& field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
   }
   return 0;
+}
+
+// Resident set size of this process in KiB.
+inline long rss_kib() { return status_kib(::getpid(), "VmRSS"); }
+
+// Bytes process `pid` has read so far, from any descriptor (rchar of /proc/<pid>/io); -1 if
+// unreadable.
+inline long long read_chars(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/io");
+  std::string key;
+  long long value = 0;
+  while (f >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return -1;
+}
+
+// The children of process `pid` that are alive.
+inline std::vector<pid_t> child_pids(pid_t pid) {
+  std::vector<pid_t> out;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      const pid_t p = std::atoi(e->d_name);
+      pid_t parent = 0;
+      if (p > 0 && alive(p) && proc_state(p, &parent) != 0 && parent == pid) out.push_back(p);
+    }
+    ::closedir(d);
+  }
+  return out;
 }
 
 }  // namespace exthost::testing
