@@ -167,9 +167,9 @@ asio::awaitable<Result<std::string>> stream_on_io(std::shared_ptr<runtime::Proce
 class ToolsAdapter final : public runtime::ToolGate, public runtime::ToolRunner {
  public:
   explicit ToolsAdapter(ProviderTools tools) : m_tools(std::move(tools)) {}
-  std::optional<std::string> deny(const protocol::ProviderToolUse& use) override {
-    if (!m_tools.deny || !m_tools.run) return m_default.deny(use);
-    return m_tools.deny(use.name, json_text(use.input));
+  asio::awaitable<std::optional<std::string>> deny(const protocol::ProviderToolUse& use) override {
+    if (!m_tools.deny || !m_tools.run) co_return co_await m_default.deny(use);
+    co_return m_tools.deny(use.name, json_text(use.input));
   }
   asio::awaitable<Result<std::string>> run(const protocol::ProviderToolUse& use) override {
     co_return m_tools.run(use.name, json_text(use.input));
