@@ -285,9 +285,9 @@ class Host {
   Result<std::string> sidecar_spawn_args(const std::string& id);
 
   // Every widget.* and settings.editor.* notification of `id`, validated and typed
-  // ({"method": "widget.upsert", …}), until the extension is unloaded. `on_event` runs on
-  // the Host's callback thread, in order; a watcher more than 64 events behind holds the
-  // extension's notifications back.
+  // ({"method": "widget.upsert", …}), until the extension is unloaded, across restarts of
+  // its child. `on_event` runs on the Host's callback thread, in order; a watcher more than
+  // 64 events behind holds the extension's notifications back.
   Result<void> watch_ui_events(const std::string& id, EventCallback on_event);
 
   // Stops extension `id` (shutdown request, SIGTERM, grace, SIGKILL) and forgets it.

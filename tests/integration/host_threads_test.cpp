@@ -1,8 +1,9 @@
-// The Host's thread rules with real children: nothing thrown crosses a thread, and
-// nothing an embedder gives the Host runs on (or can deadlock) its I/O thread. Every
-// blocking step is bounded: a deadlock fails the test (and leaks the Host, whose I/O
-// thread may be stuck) instead of hanging it.
+// The Host's thread rules with real children: nothing thrown crosses a thread, nothing
+// an embedder gives the Host runs on (or can deadlock) its I/O thread, and a UI watcher
+// outlives its extension's restarts. Every blocking step is bounded: a deadlock fails the
+// test (and leaks the Host, whose I/O thread may be stuck) instead of hanging it.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
@@ -331,6 +332,91 @@ TEST_F(HostThreadsTest, UiWatcherCallbacksRunOffTheIoThreadAndMayCallTheHost) {
   std::lock_guard lock(m);
   EXPECT_EQ(nested_ok, 3);
   EXPECT_EQ(ui[2], R"({"method":"widget.dismiss","id":"clock"})");
+}
+
+// --- UI watchers and restarts --------------------------------------------------------------
+
+TEST_F(HostThreadsTest, AUiWatcherSurvivesACrashAndSeesTheRestartedChild) {
+  auto& h = make_host(options());
+  ASSERT_TRUE(h.load(plugin("cmds", {"commands"})).ok());
+  std::mutex m;
+  std::vector<std::string> ui;
+  ASSERT_TRUE(h.watch_ui_events("cmds", [&](const std::string& e) {
+                 std::lock_guard lock(m);
+                 ui.push_back(e);
+               }).ok());
+  auto count = [&] {
+    std::lock_guard lock(m);
+    return ui.size();
+  };
+  ASSERT_TRUE(h.call_tool("cmds", "widgets", "{}").ok());
+  ASSERT_TRUE(eventually([&] { return count() == 3; }));
+  const auto pid = h.child_pid("cmds");
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(::kill(*pid, SIGKILL), 0);
+  // The transport's end invalidates the generation (odd) and ends every subscription.
+  ASSERT_TRUE(eventually([&] {
+    auto life = h.lifecycle("cmds");
+    return life && life->generation % 2 == 1;
+  }));
+  exthost::Result<std::string> sent = exthost::Error::usage("not run");
+  ASSERT_TRUE(within(20s, [&] { sent = h.call_tool("cmds", "widgets", "{}"); }));
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  EXPECT_NE(h.child_pid("cmds"), pid) << "the call restarted the child";
+  EXPECT_TRUE(eventually([&] { return count() == 6; }, 5s)) << "the restarted child's widgets reached the watcher";
+  // Killed from the host and called again at once: the next child starts without delay.
+  h.kill_all();
+  ASSERT_TRUE(within(20s, [&] { sent = h.call_tool("cmds", "widgets", "{}"); }));
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  EXPECT_TRUE(eventually([&] { return count() == 9; }, 5s)) << "the next child's widgets reached the watcher";
+  // Unloaded: the watcher ends, and a fresh load of the same plugin is not watched.
+  ASSERT_TRUE(h.unload("cmds").ok());
+  ASSERT_TRUE(h.load(root.path() / "cmds").ok());
+  ASSERT_TRUE(h.call_tool("cmds", "widgets", "{}").ok());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(count(), 9u);
+}
+
+TEST_F(HostThreadsTest, AUiWatcherThatIsBehindStillRenewsWhenTheTransportEnds) {
+  auto& h = make_host(options());
+  ASSERT_TRUE(h.load(plugin("cmds", {"commands"})).ok());
+  std::promise<void> release_promise;
+  std::shared_future<void> release = release_promise.get_future().share();
+  std::mutex m;
+  std::vector<std::string> ui;
+  ASSERT_TRUE(h.watch_ui_events("cmds", [&, release](const std::string& e) {
+                 release.wait_for(20s);  // the first callback holds every later one back
+                 std::lock_guard lock(m);
+                 ui.push_back(e);
+               }).ok());
+  // Three valid events per call: one in the blocked callback, 64 waiting for it, the last
+  // one held by the watcher, which waits for room.
+  constexpr int k_calls = 22;
+  for (int i = 0; i < k_calls; ++i) {
+    exthost::Result<std::string> sent = exthost::Error::usage("not run");
+    ASSERT_TRUE(within(10s, [&] { sent = h.call_tool("cmds", "widgets", "{}"); }));
+    ASSERT_TRUE(sent.ok()) << sent.error().message;
+  }
+  std::this_thread::sleep_for(50ms);
+  const auto pid = h.child_pid("cmds");
+  ASSERT_TRUE(pid);
+  ASSERT_EQ(::kill(*pid, SIGKILL), 0);
+  ASSERT_TRUE(eventually([&] {
+    auto life = h.lifecycle("cmds");
+    return life && life->generation % 2 == 1;
+  }));
+  exthost::Result<std::string> sent = exthost::Error::usage("not run");
+  ASSERT_TRUE(within(20s, [&] { sent = h.call_tool("cmds", "widgets", "{}"); }));
+  ASSERT_TRUE(sent.ok()) << sent.error().message;
+  release_promise.set_value();
+  const std::size_t expected = 3 * (k_calls + 1);
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lock(m);
+    return ui.size() == expected;
+  }, 10s)) << "the restarted child's widgets reached a watcher that was behind";
+  std::this_thread::sleep_for(50ms);
+  std::lock_guard lock(m);
+  EXPECT_EQ(ui.size(), expected);
 }
 
 }  // namespace
