@@ -12,7 +12,7 @@
 // coroutine's own. The work runs on the Host's I/O thread meanwhile. Cancellation: not
 // supported per operation; an operation runs to its own deadline (HostOptions), and
 // destroying the Host stops every extension. Lifetime: destroy the Host before the
-// execution context its completions are posted to (its I/O thread may be posting one).
+// execution context its completions are posted to (its callback thread may be posting one).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>

@@ -3,8 +3,21 @@
 // A Host owns one I/O thread on which every extension's pipes, timers and coroutines run;
 // the methods below may be called from any thread and block until their work is done.
 // Creating a Host ignores SIGPIPE process-wide (a write to a dead child must fail, not
-// kill the host). Destroying it stops every extension (the full stop ladder) and joins
-// the I/O thread: no child and no descendant in a child's group outlives it.
+// kill the host). Destroying it stops every extension (the full stop ladder), runs the
+// callbacks already due and joins its threads: no child and no descendant in a child's
+// group outlives it. Never destroy a Host from one of its own callbacks.
+//
+// Threads. None of your code runs on the I/O thread but HostOptions::env. An EventCallback
+// or discovery progress given to a blocking method runs on the calling thread; Completion
+// and watch_ui_events callbacks run on the Host's callback thread (one thread, in order);
+// ProviderTools run on the Host's tool workers. Any of them may call the blocking methods.
+// A blocking method called on the I/O thread itself would wait for itself: it fails at
+// once with ErrorKind::internal (methods that only read state, watch_ui_events and
+// kill_all simply run there).
+//
+// Nothing thrown crosses a thread: an exception inside an operation becomes
+// Error::internal("Host::<method>: <what>"); methods without a Result log it and return an
+// empty value. An exception from your callback is logged, and the next one runs.
 //
 // JSON crosses this API as text, so no JSON library leaks into your build.
 #pragma once
@@ -26,6 +39,7 @@ namespace exthost {
 
 // Reads one environment variable (nullopt when unset). The host reads configuration
 // overrides, secrets and switches through it; the default reads the process environment.
+// It may run on the Host's I/O thread: keep it quick (a blocking Host method fails there).
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
 struct HostOptions {
@@ -183,17 +197,23 @@ struct CommandOutput {
 
 // Which tools a provider may run through complete_with_tools(), and how. Both receive the
 // tool's name and its input as JSON text. Unset members deny: by default nothing runs.
+// Both run on the Host's tool workers (a few threads), never on its I/O thread, so `run`
+// may call the Host (call_tool is the obvious way to run a tool). An exception from
+// `deny` denies the tool; one from `run` fails it.
 struct ProviderTools {
   std::function<std::optional<std::string>(const std::string& name, const std::string& input_json)> deny;
   std::function<Result<std::string>(const std::string& name, const std::string& input_json)> run;
 };
 
-// Receives one event as JSON text. Runs on the Host's I/O thread: keep it short (a slow
-// callback slows that extension, by design, and every other extension with it).
+// Receives one event as JSON text. Given to a blocking method, it runs on the calling
+// thread, in order, and every event is delivered before the method returns. A slow one
+// holds back only its own call: past a small backlog, that extension waits for it.
 using EventCallback = std::function<void(const std::string& event_json)>;
 
-// The end of an operation started without waiting: called once, on the Host's I/O thread
-// (keep it short; hand work elsewhere). <exthost/asio.hpp> turns these into awaitables.
+// The end of an operation started without waiting: called once, on the Host's callback
+// thread (one thread for every Completion and UI watcher: hand long work elsewhere). It
+// may call the blocking methods, but must not wait for another Completion, which would
+// run on this same thread. <exthost/asio.hpp> turns these into awaitables.
 template <class T>
 using Completion = std::function<void(Result<T>)>;
 
@@ -213,7 +233,8 @@ class Host {
   // plugin replaces a home plugin of the same name), in name order, reporting progress.
   // Plugins listed in the home config's `disabled_plugins` are skipped, and so are project
   // plugins when EXTHOST_DISABLE_PROJECT_PLUGINS is on. Runs once: later calls replay the
-  // first report until shutdown_all().
+  // first report until shutdown_all(). `progress` runs on the calling thread. On a failure
+  // inside the host: logged, and an empty report.
   DiscoveryReport discover(std::function<void(const DiscoveryEvent&)> progress = {});
 
   // Unloads `id` and loads it again from the same directory (a failed load leaves it unloaded).
@@ -264,14 +285,17 @@ class Host {
   Result<std::string> sidecar_spawn_args(const std::string& id);
 
   // Every widget.* and settings.editor.* notification of `id`, validated and typed
-  // ({"method": "widget.upsert", …}), until the extension is unloaded.
+  // ({"method": "widget.upsert", …}), until the extension is unloaded, across restarts of
+  // its child. `on_event` runs on the Host's callback thread, in order; a watcher more than
+  // 64 events behind holds the extension's notifications back.
   Result<void> watch_ui_events(const std::string& id, EventCallback on_event);
 
   // Stops extension `id` (shutdown request, SIGTERM, grace, SIGKILL) and forgets it.
   Result<void> unload(const std::string& id);
 
   // The same operations without waiting: each returns at once and calls `done` later, on
-  // the I/O thread. An operation already started runs to its end even if `done` is dropped.
+  // the Host's callback thread. An operation already started runs to its end even if
+  // `done` is dropped.
   void load(const std::filesystem::path& plugin_dir, Completion<ExtensionInfo> done);
   void unload(const std::string& id, Completion<void> done);
   void call_named_tool(const std::string& name, const std::string& input_json, const ToolCallContext& context,
@@ -283,17 +307,19 @@ class Host {
 
   // Stops every extension in parallel, within one overall bound (then kills what is left).
   // Extensions still loading are stopped too: their load() fails at once rather than at
-  // initialize's deadline, and a discover() under way loads no further plugin.
+  // initialize's deadline, and a discover() under way loads no further plugin. On a failure
+  // inside the host: logged.
   void shutdown_all();
   // Ends every extension at once: SIGKILL to each child's group (or control group),
   // including those still loading or on a stop ladder of shutdown_all() or unload(). Calls
-  // in flight fail. Safe to call from any thread but the I/O thread, also while
-  // shutdown_all() runs (the CLI's second SIGINT).
+  // in flight fail. Safe to call from any thread, also while shutdown_all() runs (the CLI's
+  // second SIGINT).
   void kill_all();
 
   // A conversation begins: on_session_start reaches its subscribers (after discovery, so
   // they exist); what they inject is kept as that session's injection and returned, for
-  // the embedder to append to the session's system prompt.
+  // the embedder to append to the session's system prompt. On a failure inside the host:
+  // logged, and nullopt.
   std::optional<std::string> session_start(const std::string& session_id);
   // The injection session_start() kept for `session_id`, if any.
   std::optional<std::string> session_injection(const std::string& session_id) const;
@@ -303,6 +329,8 @@ class Host {
   // JSON array.
   Result<bool> session_end(const std::string& session_id, const std::string& transcript_json = {});
 
+  // Observation. These only read state; a failure inside the host is logged and gives an
+  // empty value (or an Error where there is a Result).
   // Every loaded extension, sorted by id, with current health and generation.
   std::vector<ExtensionInfo> list() const;
   std::optional<ExtensionInfo> extension_info(const std::string& id) const;

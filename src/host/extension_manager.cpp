@@ -140,7 +140,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   auto config_op = on_workers(
       m_store_workers, [id, entries = m.config, sources = config_sources(id)] { return resolve_config(id, entries, sources); },
       [ext_name](std::string what) -> Result<boost::json::object> {
-        return Error::manifest(ext_name + " configuration could not be read: " + what);
+        return Error::internal(ext_name + " configuration could not be resolved: " + what);
       });
   auto config = co_await std::move(config_op);
   if (!config) co_return std::move(config).error();

@@ -1,7 +1,6 @@
 #include "exthost/host.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/json/array.hpp>
@@ -13,14 +12,18 @@
 #include <boost/asio/use_future.hpp>
 #include <future>
 #include <csignal>
-#include <map>
-#include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "process/cgroup.hpp"
+#include "host/callback_thread.hpp"
+#include "host/embedder_tools.hpp"
+#include "util/exception_text.hpp"
 #include "host/extension_manager.hpp"
+#include "host/handoff_queue.hpp"
 #include "host/home.hpp"
-#include "protocol/ui_event.hpp"
+#include "host/run_loop.hpp"
+#include "host/ui_watcher.hpp"
 #include "runtime/invoke_collected.hpp"
 #include "runtime/process_extension.hpp"
 #include "runtime/provider_tool_loop.hpp"
@@ -33,14 +36,56 @@ using namespace asio::experimental::awaitable_operators;
 
 // Threads for blocking store calls: two, so one slow disk write does not queue every read.
 constexpr std::size_t k_store_workers = 2;
+// Threads for the embedder's ProviderTools (deny and run): tool loops of this many
+// complete_with_tools() calls run tools at once; more wait for a free thread.
+constexpr std::size_t k_provider_tool_workers = 4;
+// Events a blocking call keeps ready for its caller's thread; past this many the operation
+// waits (and the extension with it) until the caller's callback has taken some.
+constexpr std::size_t k_caller_event_backlog = 64;
+
+namespace {
+
+// What an operation's coroutine yields, as the facade returns it: a Result, flattened.
+template <class V>
+struct AsResult {
+  using type = Result<V>;
+};
+template <class T>
+struct AsResult<Result<T>> {
+  using type = Result<T>;
+};
+template <class V>
+using AsResultT = typename AsResult<V>::type;
+
+std::string called_on_io_thread(const char* op) {
+  return std::string(op) +
+         " was called on the host's I/O thread (from a callback); it would wait for itself — use the Completion "
+         "overload or return from the callback first";
+}
+
+// A method without a Result reports a failure in the log and returns `neutral`.
+template <class T>
+T logged_or(Result<T> r, T neutral) {
+  if (r) return std::move(r).value();
+  util::log().error("{}", r.error().message);
+  return neutral;
+}
+
+}  // namespace
 
 struct Host::Impl {
   HostOptions options;
   asio::io_context io{1};
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  asio::io_context::executor_type io_executor = io.get_executor();
+  asio::executor_work_guard<asio::io_context::executor_type> work{io_executor};
   std::thread thread;
   // Blocking store calls (SQLite, config files) run here, never on the I/O thread.
   asio::thread_pool store_workers{k_store_workers};
+  // The embedder's ProviderTools run here, never on the I/O thread.
+  asio::thread_pool tool_workers{k_provider_tool_workers};
+  // Completions and UI watchers' callbacks run here, never on the I/O thread. Destroyed
+  // before `io`: a callback still queued may hold a queue whose timer is the I/O thread's.
+  host::CallbackThread callbacks;
   std::unique_ptr<host::ExtensionManager> manager;
 
   runtime::Timeouts timeouts() const {
@@ -59,23 +104,83 @@ struct Host::Impl {
 
   std::shared_ptr<runtime::ProcessExtension> find(const std::string& id) const { return manager->find(id); }
 
-  // Runs `coro` on the I/O thread and waits for its result.
-  template <class T>
-  T run(asio::awaitable<T> coro) {
-    return asio::co_spawn(io, std::move(coro), asio::use_future).get();
+  bool on_io_thread() const { return io_executor.running_in_this_thread(); }
+
+  template <class V>
+  static AsResultT<V> as_result(V v) {
+    if constexpr (std::is_same_v<AsResultT<V>, V>) {
+      return v;
+    } else {
+      return AsResultT<V>(std::move(v));
+    }
   }
-  // Runs `coro` on the I/O thread and hands its result to `done` there, without waiting.
+
+  // Runs `coro` on the I/O thread and waits for its result. An exception becomes
+  // Error::internal("<op>: <what>"); on the I/O thread itself it fails at once.
+  template <class V>
+  AsResultT<V> run(const char* op, asio::awaitable<V> coro) {
+    if (on_io_thread()) return Error::internal(called_on_io_thread(op));
+    try {
+      auto future = asio::co_spawn(io, std::move(coro), asio::use_future);
+      if constexpr (std::is_void_v<V>) {
+        future.get();
+        return {};
+      } else {
+        return as_result(future.get());
+      }
+    } catch (...) {
+      return Error::internal(std::string(op) + ": " + util::exception_text(std::current_exception()));
+    }
+  }
+
+  // run(), handing each item the operation puts in `queue` to `deliver` on this thread, in
+  // order, until the operation ends; every item is delivered before the result returns.
+  template <class V, class E, class Deliver>
+  AsResultT<V> run_delivering(const char* op, std::shared_ptr<host::HandoffQueue<E>> queue, asio::awaitable<V> coro,
+                              Deliver deliver) {
+    if (on_io_thread()) return Error::internal(called_on_io_thread(op));
+    auto promise = std::make_shared<std::promise<AsResultT<V>>>();
+    auto future = promise->get_future();
+    asio::co_spawn(io, std::move(coro), [op, promise, queue](std::exception_ptr e, V v) {
+      if (e) {
+        promise->set_value(Error::internal(std::string(op) + ": " + util::exception_text(e)));
+      } else {
+        promise->set_value(as_result(std::move(v)));
+      }
+      queue->close();  // after the result: the caller drains, then takes it
+    });
+    while (auto item = queue->pop()) {
+      try {
+        deliver(*item);
+      } catch (...) {
+        util::log().error("{}: its event callback threw: {}", op, util::exception_text(std::current_exception()));
+      }
+    }
+    return future.get();
+  }
+
+  // Runs `coro` on the I/O thread and hands its result to `done` on the callback thread,
+  // without waiting. An exception becomes Error::internal("<op>: <what>").
   template <class T>
-  void start(asio::awaitable<Result<T>> coro, Completion<T> done) {
-    asio::co_spawn(io, std::move(coro), [done = std::move(done)](std::exception_ptr e, Result<T> r) {
-      if (e) r = Error::internal("operation failed inside the host");
-      if (done) done(std::move(r));
+  void start(const char* op, asio::awaitable<Result<T>> coro, Completion<T> done) {
+    asio::co_spawn(io, std::move(coro), [this, op, done = std::move(done)](std::exception_ptr e, Result<T> r) mutable {
+      if (e) r = Error::internal(std::string(op) + ": " + util::exception_text(e));
+      if (!done) return;
+      callbacks.post(std::string("the completion of ") + op,
+                     [done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
     });
   }
-  // Runs `f` on the I/O thread and waits for its result.
+
+  // Runs `f`, which only reads state, on the I/O thread and waits for its result; inline
+  // when already there. An exception becomes Error::internal("<op>: <what>").
   template <class F>
-  auto on_io(F f) -> decltype(f()) {
-    return asio::post(io, std::packaged_task<decltype(f())()>(std::move(f))).get();
+  auto read(const char* op, F f) -> Result<decltype(f())> {
+    try {
+      if (on_io_thread()) return f();
+      return asio::post(io, std::packaged_task<decltype(f())()>(std::move(f))).get();
+    } catch (...) {
+      return Error::internal(std::string(op) + ": " + util::exception_text(std::current_exception()));
+    }
   }
 };
 
@@ -93,7 +198,6 @@ asio::awaitable<Result<std::string>> call_tool_on_io(host::ExtensionManager* man
   co_return wire::to_json(result.value());
 }
 
-
 Result<boost::json::value> parse_json_arg(const std::string& id, const char* method, const std::string& text) {
   wire::JsonParser parser;
   auto v = parser.parse(text.empty() ? std::string("{}") : text);
@@ -108,12 +212,23 @@ std::string event_text(const runtime::InvokeCommandEvent& e) {
   return json_text(protocol::to_json(std::get<protocol::TaskEvent>(e)));
 }
 
+using TextQueue = host::HandoffQueue<std::string>;
+
+// `live`, when given, receives each retained event as it is kept; the collector waits
+// while it is full, so a caller behind on its events holds the extension back.
 asio::awaitable<Result<CommandOutput>> invoke_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string command,
-                                                    std::vector<std::string> args, EventCallback on_event) {
+                                                    std::vector<std::string> args, std::shared_ptr<TextQueue> live) {
   runtime::RetainedEventObserver observer;
-  if (on_event) observer = [&on_event](const runtime::InvokeCommandEvent& e) { on_event(event_text(e)); };
+  runtime::CollectorPacer pacer;
+  if (live) {
+    // One retained event per event taken in, and the pacer makes room before the next:
+    // the queue never holds more than its capacity.
+    observer = [live](const runtime::InvokeCommandEvent& e) { live->push_now(event_text(e)); };
+    pacer = [live]() { return live->wait_room(); };
+  }
   auto collected = co_await runtime::invoke_command_collected(*ext, std::move(command), std::move(args),
-                                                             runtime::fresh_request_id(), {}, std::move(observer));
+                                                             runtime::fresh_request_id(), {}, std::move(observer),
+                                                             std::move(pacer));
   if (!collected.result) co_return std::move(collected.result).error();
   CommandOutput out;
   out.result_json = json_text(collected.result.value());
@@ -137,11 +252,12 @@ asio::awaitable<Result<std::string>> complete_on_io(std::shared_ptr<runtime::Pro
   co_return json_text(protocol::to_json(r.value()));
 }
 
-asio::awaitable<void> deliver_stream(runtime::ProviderEventSink& sink, EventCallback& on_event) {
+// Moves each stream event to the caller's queue, waiting while it is full.
+asio::awaitable<void> deliver_stream(runtime::ProviderEventSink& sink, TextQueue& live) {
   for (;;) {
     auto e = co_await sink.pop();
     if (!e) co_return;
-    if (on_event) on_event(json_text(protocol::to_json(*e)));
+    co_await live.push(json_text(protocol::to_json(*e)));
   }
 }
 
@@ -154,41 +270,24 @@ asio::awaitable<Result<protocol::ProviderCompleteResult>> stream_then_close(std:
 }
 
 asio::awaitable<Result<std::string>> stream_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string params,
-                                                  EventCallback on_event) {
+                                                  std::shared_ptr<TextQueue> live) {
   auto p = parse_json_arg(ext->id(), "provider.stream", params);
   if (!p) co_return std::move(p).error();
   runtime::ProviderEventSink sink(co_await asio::this_coro::executor);
-  auto r = co_await (stream_then_close(ext, std::move(p).value(), sink) && deliver_stream(sink, on_event));
+  auto r = co_await (stream_then_close(ext, std::move(p).value(), sink) && deliver_stream(sink, *live));
   if (!r) co_return std::move(r).error();
   co_return json_text(protocol::to_json(r.value()));
 }
-
-// The embedder's ProviderTools behind the runtime's gate and runner interfaces.
-class ToolsAdapter final : public runtime::ToolGate, public runtime::ToolRunner {
- public:
-  explicit ToolsAdapter(ProviderTools tools) : m_tools(std::move(tools)) {}
-  std::optional<std::string> deny(const protocol::ProviderToolUse& use) override {
-    if (!m_tools.deny || !m_tools.run) return m_default.deny(use);
-    return m_tools.deny(use.name, json_text(use.input));
-  }
-  asio::awaitable<Result<std::string>> run(const protocol::ProviderToolUse& use) override {
-    co_return m_tools.run(use.name, json_text(use.input));
-  }
-
- private:
-  ProviderTools m_tools;
-  runtime::DenyAllTools m_default;
-};
 
 // A model's tool output is cut at 64 KiB before it goes back into the conversation.
 constexpr std::size_t k_max_provider_tool_output = 64 * 1024;
 
 asio::awaitable<Result<std::string>> tools_loop_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string params,
-                                                      ProviderTools tools, std::size_t max_iterations,
-                                                      std::uint32_t* tools_requested) {
+                                                      ProviderTools tools, asio::any_io_executor workers,
+                                                      std::size_t max_iterations, std::uint32_t* tools_requested) {
   auto p = parse_json_arg(ext->id(), "provider.complete", params);
   if (!p) co_return std::move(p).error();
-  ToolsAdapter adapter(std::move(tools));
+  host::EmbedderTools adapter(std::move(tools), std::move(workers));
   std::uint32_t requested = 0;
   auto r = co_await runtime::complete_provider_with_tools(*ext, std::move(p).value(), adapter, adapter,
                                                           k_max_provider_tool_output, max_iterations, requested);
@@ -218,32 +317,6 @@ asio::awaitable<Result<std::string>> sidecar_on_io(std::shared_ptr<runtime::Proc
   co_return json_text(o);
 }
 
-asio::awaitable<void> watch_on_io(std::shared_ptr<runtime::ProcessExtension> ext, rpc::Subscription subscription,
-                                  EventCallback on_event) {
-  const std::string id = ext->id();
-  ext.reset();  // the watcher must not keep an unloaded extension alive
-  for (;;) {
-    auto frame = co_await subscription.queue().pop();
-    if (!frame) co_return;  // the extension was stopped
-    Result<protocol::UiEvent> event = Error::internal("not a UI event");
-    if (protocol::is_widget_method(frame->method)) {
-      event = protocol::parse_widget_event(frame->method, frame->params);
-    } else if (protocol::is_settings_editor_method(frame->method)) {
-      event = protocol::parse_settings_editor_event(frame->method, frame->params);
-    } else {
-      continue;
-    }
-    if (!event) {
-      util::log().warn("extension '{}': Skipping malformed {} notification: {}", id, frame->method, event.error().message);
-      continue;
-    }
-    if (on_event) on_event(json_text(protocol::to_json(event.value())));
-  }
-}
-
-}  // namespace
-
-namespace {
 asio::awaitable<Result<std::string>> emit_on_io(host::ExtensionManager* manager, std::string event_json) {
   wire::JsonParser parser;
   auto parsed = parser.parse(event_json);
@@ -253,12 +326,14 @@ asio::awaitable<Result<std::string>> emit_on_io(host::ExtensionManager* manager,
   auto result = co_await manager->emit(std::move(event).value());
   co_return json_text(protocol::to_json(result));
 }
-asio::awaitable<Result<CommandOutput>> not_found_on_io(std::string id) {
-  co_return Error::usage("Extension '" + id + "' not found");
+
+Error not_found(const std::string& id) { return Error::usage("Extension '" + id + "' not found"); }
+
+template <class T>
+asio::awaitable<Result<T>> failed_on_io(Error e) {
+  co_return e;
 }
-asio::awaitable<Result<std::string>> not_found_text_on_io(std::string id) {
-  co_return Error::usage("Extension '" + id + "' not found");
-}
+
 }  // namespace
 
 Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
@@ -274,80 +349,95 @@ Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
   m.limits = options.limits;
   m_impl->manager = std::make_unique<host::ExtensionManager>(m_impl->io.get_executor(),
                                                              m_impl->store_workers.get_executor(), std::move(m));
-  m_impl->thread = std::thread([impl = m_impl.get()] { impl->io.run(); });
+  m_impl->thread = std::thread([impl = m_impl.get()] { host::run_surviving(impl->io, "host I/O thread"); });
 }
 
 Host::~Host() {
   shutdown_all();
+  m_impl->callbacks.join();  // completions of what shutdown_all() ended run first
   m_impl->work.reset();
   m_impl->io.stop();
   m_impl->thread.join();
+  m_impl->tool_workers.join();
   m_impl->store_workers.join();
   m_impl->manager.reset();
 }
 
 Result<ExtensionInfo> Host::load(const std::filesystem::path& plugin_dir) {
-  return m_impl->run(m_impl->manager->load(plugin_dir));
+  return m_impl->run("Host::load", m_impl->manager->load(plugin_dir));
 }
 
-Result<ExtensionInfo> Host::reload(const std::string& id) { return m_impl->run(m_impl->manager->reload(id)); }
+Result<ExtensionInfo> Host::reload(const std::string& id) { return m_impl->run("Host::reload", m_impl->manager->reload(id)); }
 
 DiscoveryReport Host::discover(std::function<void(const DiscoveryEvent&)> progress) {
-  return m_impl->run(m_impl->manager->discover(std::move(progress)));
+  constexpr const char* op = "Host::discover";
+  if (!progress) return logged_or(m_impl->run(op, m_impl->manager->discover({})), DiscoveryReport{});
+  // The manager reports synchronously, so its events are queued without waiting; there are
+  // two plus one per plugin found.
+  auto live = std::make_shared<host::HandoffQueue<DiscoveryEvent>>(m_impl->io.get_executor(), k_caller_event_backlog);
+  auto report = m_impl->run_delivering(op, live,
+                                       m_impl->manager->discover([live](const DiscoveryEvent& e) { live->push_now(e); }),
+                                       [&progress](const DiscoveryEvent& e) { progress(e); });
+  return logged_or(std::move(report), DiscoveryReport{});
 }
 
 Result<std::string> Host::call_tool(const std::string& id, const std::string& tool, const std::string& input_json,
                                     const ToolCallContext& context) {
-  if (!m_impl->find(id)) return Error::usage("Extension '" + id + "' not found");
-  return call_named_tool(id + ":" + tool, input_json, context);
+  if (!m_impl->find(id)) return not_found(id);
+  return m_impl->run("Host::call_tool", call_tool_on_io(m_impl->manager.get(), id + ":" + tool, input_json, context));
 }
 
 Result<std::string> Host::call_named_tool(const std::string& name, const std::string& input_json,
                                           const ToolCallContext& context) {
-  return m_impl->run(call_tool_on_io(m_impl->manager.get(), name, input_json, context));
+  return m_impl->run("Host::call_named_tool", call_tool_on_io(m_impl->manager.get(), name, input_json, context));
 }
 
 Result<std::string> Host::emit_hook(const std::string& event_json) {
-  return m_impl->run(emit_on_io(m_impl->manager.get(), event_json));
+  return m_impl->run("Host::emit_hook", emit_on_io(m_impl->manager.get(), event_json));
 }
 
 void Host::load(const std::filesystem::path& plugin_dir, Completion<ExtensionInfo> done) {
-  m_impl->start(m_impl->manager->load(plugin_dir), std::move(done));
+  m_impl->start("Host::load", m_impl->manager->load(plugin_dir), std::move(done));
 }
 
 void Host::unload(const std::string& id, Completion<void> done) {
-  m_impl->start(m_impl->manager->unload(id), std::move(done));
+  m_impl->start("Host::unload", m_impl->manager->unload(id), std::move(done));
 }
 
 void Host::call_named_tool(const std::string& name, const std::string& input_json, const ToolCallContext& context,
                            Completion<std::string> done) {
-  m_impl->start(call_tool_on_io(m_impl->manager.get(), name, input_json, context), std::move(done));
+  m_impl->start("Host::call_named_tool", call_tool_on_io(m_impl->manager.get(), name, input_json, context),
+                std::move(done));
 }
 
-
 void Host::emit_hook(const std::string& event_json, Completion<std::string> done) {
-  m_impl->start(emit_on_io(m_impl->manager.get(), event_json), std::move(done));
+  m_impl->start("Host::emit_hook", emit_on_io(m_impl->manager.get(), event_json), std::move(done));
 }
 
 void Host::invoke_command(const std::string& id, const std::string& command, const std::vector<std::string>& args,
                           Completion<CommandOutput> done) {
+  constexpr const char* op = "Host::invoke_command";
   auto ext = m_impl->find(id);
-  if (!ext) return m_impl->start(not_found_on_io(id), std::move(done));
-  m_impl->start(invoke_on_io(std::move(ext), command, args, {}), std::move(done));
+  if (!ext) return m_impl->start(op, failed_on_io<CommandOutput>(not_found(id)), std::move(done));
+  m_impl->start(op, invoke_on_io(std::move(ext), command, args, nullptr), std::move(done));
 }
 
 void Host::complete(const std::string& id, const std::string& params_json, Completion<std::string> done) {
+  constexpr const char* op = "Host::complete";
   auto ext = m_impl->find(id);
-  if (!ext) return m_impl->start(not_found_text_on_io(id), std::move(done));
-  m_impl->start(complete_on_io(std::move(ext), params_json), std::move(done));
+  if (!ext) return m_impl->start(op, failed_on_io<std::string>(not_found(id)), std::move(done));
+  m_impl->start(op, complete_on_io(std::move(ext), params_json), std::move(done));
 }
 
 std::optional<std::string> Host::session_start(const std::string& session_id) {
-  return m_impl->run(m_impl->manager->session_start(session_id));
+  return logged_or(m_impl->run("Host::session_start", m_impl->manager->session_start(session_id)),
+                   std::optional<std::string>());
 }
 
 std::optional<std::string> Host::session_injection(const std::string& session_id) const {
-  return m_impl->on_io([impl = m_impl.get(), session_id] { return impl->manager->session_injection(session_id); });
+  return logged_or(m_impl->read("Host::session_injection",
+                                [impl = m_impl.get(), session_id] { return impl->manager->session_injection(session_id); }),
+                   std::optional<std::string>());
 }
 
 Result<bool> Host::session_end(const std::string& session_id, const std::string& transcript_json) {
@@ -359,43 +449,56 @@ Result<bool> Host::session_end(const std::string& session_id, const std::string&
     if (!parsed->is_array()) return Error::usage("on_session_end: the transcript must be a JSON array");
     transcript = std::move(parsed).value();
   }
-  return m_impl->run(m_impl->manager->session_end(session_id, std::move(transcript)));
+  return m_impl->run("Host::session_end", m_impl->manager->session_end(session_id, std::move(transcript)));
 }
 
 std::vector<ExtensionInfo> Host::list() const {
-  return m_impl->on_io([impl = m_impl.get()] {
-    std::vector<ExtensionInfo> out;
-    for (const auto& id : impl->manager->ids()) {
-      if (auto info = impl->manager->info(id)) out.push_back(std::move(*info));
-    }
-    return out;
-  });
+  return logged_or(m_impl->read("Host::list",
+                                [impl = m_impl.get()] {
+                                  std::vector<ExtensionInfo> out;
+                                  for (const auto& id : impl->manager->ids()) {
+                                    if (auto info = impl->manager->info(id)) out.push_back(std::move(*info));
+                                  }
+                                  return out;
+                                }),
+                   std::vector<ExtensionInfo>());
 }
 
 std::optional<ExtensionInfo> Host::extension_info(const std::string& id) const {
-  return m_impl->on_io([impl = m_impl.get(), id] { return impl->manager->info(id); });
+  return logged_or(m_impl->read("Host::extension_info", [impl = m_impl.get(), id] { return impl->manager->info(id); }),
+                   std::optional<ExtensionInfo>());
 }
 
 std::vector<ToolInfo> Host::tools() const {
-  return m_impl->on_io([impl = m_impl.get()] {
-    std::vector<ToolInfo> out;
-    for (const auto& t : impl->manager->tools().tools()) {
-      out.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description, wire::to_json(t.input_schema),
-                                      wire::to_json(t.api_input_schema)});
-    }
-    return out;
-  });
+  return logged_or(m_impl->read("Host::tools",
+                                [impl = m_impl.get()] {
+                                  std::vector<ToolInfo> out;
+                                  for (const auto& t : impl->manager->tools().tools()) {
+                                    out.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description,
+                                                           wire::to_json(t.input_schema),
+                                                           wire::to_json(t.api_input_schema)});
+                                  }
+                                  return out;
+                                }),
+                   std::vector<ToolInfo>());
 }
 
 Result<ExtensionStats> Host::stats(const std::string& id) const {
-  auto s = m_impl->on_io([impl = m_impl.get(), id] { return impl->manager->stats(id); });
-  if (!s) return Error::usage("Extension '" + id + "' not found");
-  return std::move(*s);
+  auto s = m_impl->read("Host::stats", [impl = m_impl.get(), id] { return impl->manager->stats(id); });
+  if (!s) return std::move(s).error();
+  if (!*s) return not_found(id);
+  return std::move(**s);
 }
 
 Result<std::string> Host::config_report(const std::string& id) const {
-  auto d = m_impl->on_io([impl = m_impl.get(), id] { return impl->manager->config_diagnostics(id); });
-  if (!d) return Error::usage("Extension '" + id + "' not found");
+  // On the calling thread, not the I/O thread: resolving reads the config files again.
+  std::optional<host::ConfigDiagnostics> d;
+  try {
+    d = m_impl->manager->config_diagnostics(id);
+  } catch (...) {
+    return Error::internal("Host::config_report: " + util::exception_text(std::current_exception()));
+  }
+  if (!d) return not_found(id);
   boost::json::object o;
   o["extension_id"] = d->extension_id;
   boost::json::array entries;
@@ -426,61 +529,67 @@ std::string LoadFailure::concise_message() const {
   return reason + " (hint: " + hint + ")";
 }
 
-namespace {
-Error not_found(const std::string& id) { return Error::usage("Extension '" + id + "' not found"); }
-}  // namespace
-
 Result<CommandOutput> Host::invoke_command(const std::string& id, const std::string& command,
                                            const std::vector<std::string>& args) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(invoke_on_io(std::move(ext), command, args, {}));
+  return m_impl->run("Host::invoke_command", invoke_on_io(std::move(ext), command, args, nullptr));
 }
 
 Result<CommandOutput> Host::invoke_command(const std::string& id, const std::string& command,
                                            const std::vector<std::string>& args, EventCallback on_event) {
+  constexpr const char* op = "Host::invoke_command";
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(invoke_on_io(std::move(ext), command, args, std::move(on_event)));
+  if (!on_event) return m_impl->run(op, invoke_on_io(std::move(ext), command, args, nullptr));
+  auto live = std::make_shared<TextQueue>(m_impl->io.get_executor(), k_caller_event_backlog);
+  return m_impl->run_delivering(op, live, invoke_on_io(std::move(ext), command, args, live),
+                                [&on_event](const std::string& e) { on_event(e); });
 }
 
 Result<std::string> Host::complete(const std::string& id, const std::string& params_json) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(complete_on_io(std::move(ext), params_json));
+  return m_impl->run("Host::complete", complete_on_io(std::move(ext), params_json));
 }
 
 Result<std::string> Host::stream(const std::string& id, const std::string& params_json, EventCallback on_event) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(stream_on_io(std::move(ext), params_json, std::move(on_event)));
+  auto live = std::make_shared<TextQueue>(m_impl->io.get_executor(), k_caller_event_backlog);
+  return m_impl->run_delivering("Host::stream", live, stream_on_io(std::move(ext), params_json, live),
+                                [&on_event](const std::string& e) {
+                                  if (on_event) on_event(e);
+                                });
 }
 
 Result<std::string> Host::complete_with_tools(const std::string& id, const std::string& params_json, ProviderTools tools,
                                               std::size_t max_iterations, std::uint32_t* tools_requested) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(tools_loop_on_io(std::move(ext), params_json, std::move(tools), max_iterations, tools_requested));
+  return m_impl->run("Host::complete_with_tools",
+                     tools_loop_on_io(std::move(ext), params_json, std::move(tools), m_impl->tool_workers.get_executor(),
+                                      max_iterations, tools_requested));
 }
 
 Result<std::string> Host::info(const std::string& id) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(info_on_io(std::move(ext)));
+  return m_impl->run("Host::info", info_on_io(std::move(ext)));
 }
 
 Result<std::string> Host::settings_editor_open(const std::string& id, const std::string& category,
                                                const std::string& field) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(json_result_on_io(ext->settings_editor_open(category, field)));
+  return m_impl->run("Host::settings_editor_open", json_result_on_io(ext->settings_editor_open(category, field)));
 }
 
 Result<std::string> Host::settings_editor_key(const std::string& id, const std::string& category, const std::string& field,
                                               const std::string& key) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(json_result_on_io(ext->settings_editor_key(category, field, key)));
+  return m_impl->run("Host::settings_editor_key", json_result_on_io(ext->settings_editor_key(category, field, key)));
 }
 
 Result<std::string> Host::settings_editor_commit(const std::string& id, const std::string& category,
@@ -489,34 +598,50 @@ Result<std::string> Host::settings_editor_commit(const std::string& id, const st
   if (!ext) return not_found(id);
   auto value = parse_json_arg(id, "settings.editor.commit", value_json);
   if (!value) return std::move(value).error();
-  return m_impl->run(json_result_on_io(ext->settings_editor_commit(category, field, std::move(value).value())));
+  return m_impl->run("Host::settings_editor_commit",
+                     json_result_on_io(ext->settings_editor_commit(category, field, std::move(value).value())));
 }
 
 Result<std::string> Host::sidecar_spawn_args(const std::string& id) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run(sidecar_on_io(std::move(ext)));
+  return m_impl->run("Host::sidecar_spawn_args", sidecar_on_io(std::move(ext)));
 }
 
 Result<void> Host::watch_ui_events(const std::string& id, EventCallback on_event) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
   // Subscribed on the I/O thread before this returns: no later notification is missed.
-  m_impl->run([](Host::Impl* impl, std::shared_ptr<runtime::ProcessExtension> e,
-                 EventCallback cb) -> asio::awaitable<bool> {
-    auto subscription = e->subscribe_notifications();
-    asio::co_spawn(impl->io, watch_on_io(std::move(e), std::move(subscription), std::move(cb)), asio::detached);
-    co_return true;
-  }(m_impl.get(), std::move(ext), std::move(on_event)));
+  // Starting a watch never waits, so on the I/O thread it starts inline.
+  auto start = [impl = m_impl.get(), ext = std::move(ext), on_event = std::move(on_event)]() mutable {
+    host::start_ui_watcher(ext, impl->callbacks, std::move(on_event));
+  };
+  try {
+    if (m_impl->on_io_thread()) {
+      start();
+    } else {
+      asio::post(m_impl->io, std::packaged_task<void()>(std::move(start))).get();
+    }
+  } catch (...) {
+    return Error::internal("Host::watch_ui_events: " + util::exception_text(std::current_exception()));
+  }
   return {};
 }
 
-Result<void> Host::unload(const std::string& id) { return m_impl->run(m_impl->manager->unload(id)); }
+Result<void> Host::unload(const std::string& id) { return m_impl->run("Host::unload", m_impl->manager->unload(id)); }
 
-void Host::shutdown_all() { m_impl->run(m_impl->manager->shutdown_all()); }
+void Host::shutdown_all() {
+  auto r = m_impl->run("Host::shutdown_all", m_impl->manager->shutdown_all());
+  if (!r) util::log().error("{}", r.error().message);
+}
 
 void Host::kill_all() {
-  m_impl->on_io([impl = m_impl.get()] { impl->manager->kill_all(); });
+  try {
+    if (m_impl->on_io_thread()) return m_impl->manager->kill_all();
+    asio::post(m_impl->io, std::packaged_task<void()>([impl = m_impl.get()] { impl->manager->kill_all(); })).get();
+  } catch (...) {
+    util::log().error("Host::kill_all: {}", util::exception_text(std::current_exception()));
+  }
 }
 
 std::optional<Lifecycle> Host::lifecycle(const std::string& id) const {
@@ -528,27 +653,25 @@ std::optional<Lifecycle> Host::lifecycle(const std::string& id) const {
 std::optional<Health> Host::health(const std::string& id) const {
   auto ext = m_impl->find(id);
   if (!ext) return std::nullopt;
-  return ext->health();
+  return m_impl->manager->health_of(id, *ext);
 }
 
 std::string Host::stderr_tail(const std::string& id) const {
   auto ext = m_impl->find(id);
   if (!ext) return {};
-  return m_impl->run([](std::shared_ptr<runtime::ProcessExtension> e) -> asio::awaitable<std::string> {
-    co_return e->stderr_tail();
-  }(ext));
+  return logged_or(m_impl->read("Host::stderr_tail", [ext] { return ext->stderr_tail(); }), std::string());
 }
 
 std::optional<int> Host::child_pid(const std::string& id) const {
   auto ext = m_impl->find(id);
   if (!ext) return std::nullopt;
-  auto pid = m_impl->run(
-      [](std::shared_ptr<runtime::ProcessExtension> e) -> asio::awaitable<std::optional<int>> {
-        auto c = e->child();
-        if (!c) co_return std::nullopt;
-        co_return static_cast<int>(c->pid());
-      }(ext));
-  return pid;
+  return logged_or(m_impl->read("Host::child_pid",
+                                [ext]() -> std::optional<int> {
+                                  auto c = ext->child();
+                                  if (!c) return std::nullopt;
+                                  return static_cast<int>(c->pid());
+                                }),
+                   std::optional<int>());
 }
 
 }  // namespace exthost

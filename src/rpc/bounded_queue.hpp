@@ -50,6 +50,16 @@ class BoundedQueue {
     co_return try_pop();
   }
 
+  // Waits until the stream has ended (closed or abandoned), without taking anything; at once
+  // if it has. Returns on cancellation too.
+  boost::asio::awaitable<void> wait_ended() {
+    while (!m_closed && !m_abandoned) {
+      auto cs = co_await boost::asio::this_coro::cancellation_state;
+      if (cs.cancelled() != boost::asio::cancellation_type::none) co_return;
+      co_await m_items.wait();
+    }
+  }
+
   // An item if one is buffered, without waiting.
   std::optional<T> try_pop() {
     if (m_items_buffered.empty()) return std::nullopt;

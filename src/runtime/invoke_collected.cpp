@@ -12,10 +12,12 @@ using namespace boost::asio::experimental::awaitable_operators;
 boost::asio::awaitable<CollectedInvocation> invoke_command_collected(ExtensionHandler& handler, std::string command,
                                                                     std::vector<std::string> args,
                                                                     std::string request_id, InvokeOutputBudget budget,
-                                                                    RetainedEventObserver observer) {
+                                                                    RetainedEventObserver observer,
+                                                                    CollectorPacer pacer) {
   auto ex = co_await boost::asio::this_coro::executor;
   InvokeEventChannel channel(ex, budget);
   channel.observe(std::move(observer));
+  channel.pace(std::move(pacer));
   auto both = co_await (handler.invoke_command(std::move(command), std::move(args), std::move(request_id), channel) &&
                         channel.collect());
   CollectedInvocation out{std::move(std::get<0>(both)), std::move(std::get<1>(both))};

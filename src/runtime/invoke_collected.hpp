@@ -19,11 +19,14 @@ struct CollectedInvocation {
 
 // Runs the invocation and its eagerly concurrent collector together, so the extension's
 // output is paced and bounded while the call is pending. Cancelling it ends both at once.
+// `observer` sees each retained event as it is kept; `pacer` (InvokeEventChannel::pace)
+// lets the consumer of those events hold the collector back.
 boost::asio::awaitable<CollectedInvocation> invoke_command_collected(ExtensionHandler& handler, std::string command,
                                                                     std::vector<std::string> args,
                                                                     std::string request_id,
                                                                     InvokeOutputBudget budget = {},
-                                                                    RetainedEventObserver observer = {});
+                                                                    RetainedEventObserver observer = {},
+                                                                    CollectorPacer pacer = {});
 
 // A fresh request id for command.invoke: a random UUID, version 4.
 std::string fresh_request_id();

@@ -169,6 +169,7 @@ boost::asio::awaitable<InvokeOutputReport> InvokeEventChannel::collect() {
     auto event = co_await m_queue.pop();
     if (!event) break;
     m_collector.ingest(std::move(*event));
+    if (m_pacer) co_await m_pacer();
   }
   auto cs = co_await boost::asio::this_coro::cancellation_state;
   if (cs.cancelled() != boost::asio::cancellation_type::none) m_queue.abandon();

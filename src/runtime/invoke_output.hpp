@@ -86,6 +86,9 @@ struct InvokeOutputReport {
 // The consuming side's rules (SPEC §7.4), without any I/O.
 // Sees each event the collector keeps, at the moment it keeps it (live display).
 using RetainedEventObserver = std::function<void(const InvokeCommandEvent&)>;
+// Awaited by the collector after each event it takes in: a live consumer that is behind
+// holds the collector back, and through the channel the extension.
+using CollectorPacer = std::function<boost::asio::awaitable<void>()>;
 
 class InvokeOutputCollector {
  public:
@@ -128,10 +131,13 @@ class InvokeEventChannel {
   void abandon() { m_queue.abandon(); }
   // Each retained event goes to `observer` too, as it is retained (before collect() ends).
   void observe(RetainedEventObserver observer) { m_collector.observe(std::move(observer)); }
+  // collect() awaits `pacer` after each event (none: it drains eagerly).
+  void pace(CollectorPacer pacer) { m_pacer = std::move(pacer); }
 
  private:
   rpc::BoundedQueue<InvokeCommandEvent> m_queue;
   InvokeOutputCollector m_collector;
+  CollectorPacer m_pacer;
   std::uint64_t m_produced_events = 0;
   std::uint64_t m_produced_bytes = 0;
 };

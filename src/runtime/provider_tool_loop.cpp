@@ -12,7 +12,7 @@ boost::asio::awaitable<boost::json::value> execute_provider_tool_use(const proto
   boost::json::object block;
   block["type"] = "tool_result";
   block["tool_use_id"] = use.id;
-  if (auto reason = gate.deny(use)) {  // denied before anything runs
+  if (auto reason = co_await gate.deny(use)) {  // denied before anything runs
     block["content"] = *reason;
     block["is_error"] = true;
     co_return block;

@@ -21,10 +21,11 @@
 namespace exthost::runtime {
 
 // Decides whether a provider-requested tool may run; the reason becomes the tool_result.
+// Awaited, so a gate may decide elsewhere than on the I/O thread.
 class ToolGate {
  public:
   virtual ~ToolGate() = default;
-  virtual std::optional<std::string> deny(const protocol::ProviderToolUse& use) = 0;
+  virtual boost::asio::awaitable<std::optional<std::string>> deny(const protocol::ProviderToolUse& use) = 0;
 };
 
 // Runs an allowed tool; its output or failure becomes the tool_result.
@@ -37,11 +38,14 @@ class ToolRunner {
 // The default of both: nothing runs.
 class DenyAllTools final : public ToolGate, public ToolRunner {
  public:
-  std::optional<std::string> deny(const protocol::ProviderToolUse& use) override {
+  static std::string reason(const protocol::ProviderToolUse& use) {
     return "tool '" + use.name + "' is not available to extension providers";
   }
+  boost::asio::awaitable<std::optional<std::string>> deny(const protocol::ProviderToolUse& use) override {
+    co_return reason(use);
+  }
   boost::asio::awaitable<Result<std::string>> run(const protocol::ProviderToolUse& use) override {
-    co_return Error::usage("tool '" + use.name + "' is not available to extension providers");
+    co_return Error::usage(reason(use));
   }
 };
 

@@ -47,7 +47,7 @@ asio::awaitable<Seen> agent(exthost::Host& host, std::filesystem::path plugin, s
 TEST(AsyncHost, ACoroutineAwaitsEveryOperationOnItsOwnExecutor) {
   TempRoot root("async");
   const auto dir = write_fake_plugin(root.path(), "awaited", {"commands"});
-  // The io_context outlives the Host: the Host's I/O thread posts completions into it, so
+  // The io_context outlives the Host: the Host's callback thread posts completions into it, so
   // it must be gone (joined) before the context it posts to is destroyed.
   asio::io_context io;
   exthost::Host host(exthost::testing::isolated_options(root.path() / "home"));

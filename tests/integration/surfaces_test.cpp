@@ -194,9 +194,9 @@ TEST_F(SurfacesTest, AProviderStreamCompletesWhenTheConsumerIsGone) {
 // Runs "echo" and nothing else.
 class EchoOnly final : public runtime::ToolGate, public runtime::ToolRunner {
  public:
-  std::optional<std::string> deny(const ProviderToolUse& use) override {
-    if (use.name == "echo") return std::nullopt;
-    return "not allowed";
+  asio::awaitable<std::optional<std::string>> deny(const ProviderToolUse& use) override {
+    if (use.name == "echo") co_return std::nullopt;
+    co_return "not allowed";
   }
   asio::awaitable<Result<std::string>> run(const ProviderToolUse& use) override {
     co_return "echo: " + std::string(use.input.as_object().at("text").as_string());

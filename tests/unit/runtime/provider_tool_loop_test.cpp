@@ -16,9 +16,9 @@ using exthost::testing::run_bounded;
 
 class Scripted final : public ToolGate, public ToolRunner {
  public:
-  std::optional<std::string> deny(const protocol::ProviderToolUse& use) override {
-    if (use.name == "blocked") return "blocked in test";
-    return std::nullopt;
+  boost::asio::awaitable<std::optional<std::string>> deny(const protocol::ProviderToolUse& use) override {
+    if (use.name == "blocked") co_return "blocked in test";
+    co_return std::nullopt;
   }
   boost::asio::awaitable<Result<std::string>> run(const protocol::ProviderToolUse& use) override {
     ++runs;
