@@ -1,5 +1,7 @@
 // `exthost serve` driven end to end by a test client over its stdin and stdout.
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -205,6 +207,41 @@ class ServeTest : public ::testing::Test {
  protected:
   TempRoot root{"serve"};
 };
+
+// Four pipelined host.load of one hook plugin used to all succeed: four processes under
+// one id, one listed, the hook run four times per tool call.
+TEST_F(ServeTest, PipelinedLoadsOfOnePluginStartOneExtension) {
+  const auto tools = write_fake_plugin(root.path(), "tools", {"echo"});
+  const auto guard = write_fake_plugin(root.path(), "guard", {"hook", R"({"action":"continue"})", (root.path() / "hooks.log").string()},
+                                       R"({"permissions":["tools.intercept"],"hooks":[{"hook":"before_tool_call"}]})");
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", tools.string()}}).contains("result"));
+  std::vector<int> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(client.send_request("host.load", json::object{{"path", guard.string()}}));
+  int loaded = 0, refused = 0;
+  for (std::size_t seen = 0; seen < ids.size();) {
+    auto msg = client.next();
+    ASSERT_TRUE(msg);
+    if (!msg->contains("id")) continue;
+    ++seen;
+    if (msg->contains("result")) {
+      ++loaded;
+    } else {
+      EXPECT_EQ(msg->at("error").at("message"), "host.load: Extension 'guard' is already loaded") << json::serialize(*msg);
+      ++refused;
+    }
+  }
+  EXPECT_EQ(loaded, 1);
+  EXPECT_EQ(refused, 3);
+  EXPECT_EQ(client.call("host.list", json::object{}).at("result").at("extensions").as_array().size(), 2u);
+  ASSERT_TRUE(client.call("tool.call", json::object{{"tool", "tools:echo"}, {"input", json::object{}}}).contains("result"));
+  std::ifstream log(root.path() / "hooks.log");
+  std::size_t hook_runs = 0;
+  for (std::string line; std::getline(log, line);) ++hook_runs;
+  EXPECT_EQ(hook_runs, 1u) << "the hook ran once per tool call";
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
 
 TEST_F(ServeTest, ATestClientLoadsTwoExtensionsCallsHooksCommandsHealthStatsUnloadsAndShutsDown) {
   const auto tools = write_fake_plugin(root.path(), "tools", {"commands"});
