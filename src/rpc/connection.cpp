@@ -10,7 +10,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <vector>
@@ -38,6 +37,16 @@ std::string io_error_text(const boost::system::error_code& ec) {
   return ec.message();
 }
 
+std::string exception_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
 }  // namespace
 
 Connection::Connection(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child,
@@ -60,7 +69,8 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Inbox> inbox, std:
   const int stdin_fd = c->m_child->stdin_pipe().native_handle();
   ::fcntl(stdin_fd, F_SETFL, ::fcntl(stdin_fd, F_GETFL) | O_NONBLOCK);
   c->m_reader_running = true;
-  asio::co_spawn(inbox->executor(), read_loop(c), asio::bind_cancellation_slot(c->m_reader_cancel.slot(), asio::detached));
+  asio::co_spawn(inbox->executor(), read_loop(c),
+                 asio::bind_cancellation_slot(c->m_reader_cancel.slot(), TaskEnd{c, Task::reader}));
   inbox->set_current_connection(c);
   return c;
 }
@@ -91,6 +101,20 @@ std::size_t readable_bytes(int fd) {
 void Connection::abort_reader() {
   m_reader_aborted = true;
   if (m_reader_running) m_reader_cancel.emit(asio::cancellation_type::terminal);
+}
+
+void Connection::TaskEnd::operator()(std::exception_ptr error) const {
+  if (!error) return;
+  auto self = connection.lock();
+  if (!self) return;  // nothing left to end
+  static constexpr const char* names[] = {"reader", "writer", "inbound request task", "cancellation notice"};
+  const std::string reason = "internal error in the " + std::string(names[static_cast<int>(task)]) + " of extension '" +
+                             self->m_inbox->extension_id() + "': " + exception_text(error);
+  util::log().error("{}", reason);
+  if (task == Task::reader) self->m_reader_running = false;
+  if (task == Task::writer) self->m_writing = false;
+  self->fail_transport(reason);
+  if (task == Task::writer && !self->m_write_queue.empty()) self->fail_queue();  // nobody else will
 }
 
 void Connection::end_transport(const std::string& reason) {
@@ -142,6 +166,7 @@ asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
         keep_reading = false;
         break;
       }
+      if (const auto& hook = self->m_inbox->reader_hook()) hook(parsed.value());
       keep_reading = co_await self->dispatch(std::move(parsed).value(), step.body->size());
     }
     if (!keep_reading || self->m_stopped) break;
@@ -178,7 +203,7 @@ asio::awaitable<bool> Connection::dispatch(boost::json::value frame, std::size_t
     if (!co_await m_inbox->acquire_inbound_slot()) co_return false;  // cancelled: the reader stops
     asio::co_spawn(m_inbox->executor(),
                    serve_inbound(m_inbox, std::move(req->id), std::move(req->method), std::move(req->params)),
-                   asio::detached);
+                   TaskEnd{weak_from_this(), Task::inbound_request});
     co_return true;
   }
   const auto& discarded = std::get<wire::Discarded>(message);
@@ -273,7 +298,7 @@ asio::awaitable<Result<void>> Connection::write(std::string frame) {
   m_write_queue.push_back(QueuedFrame{std::move(frame), ticket});
   if (!m_writing) {
     m_writing = true;
-    asio::co_spawn(m_inbox->executor(), write_loop(self), asio::detached);
+    asio::co_spawn(m_inbox->executor(), write_loop(self), TaskEnd{self, Task::writer});
   }
   while (!ticket->done) {
     co_await ticket->written.wait();
@@ -292,15 +317,16 @@ Error Connection::cancelled_write(std::uint64_t progress) {
   // for its own deadline too.
   if (m_bytes_written == progress && !m_stopped && !m_write_failure) {
     const std::size_t unwritten = m_queued_bytes - m_front_written;
-    fail_transport("Extension '" + m_inbox->extension_id() + "' stopped reading its input: " +
-                   std::to_string(unwritten) + " bytes queued, none read before a call's deadline");
+    const std::string reason = "Extension '" + m_inbox->extension_id() + "' stopped reading its input: " +
+                               std::to_string(unwritten) + " bytes queued, none read before a call's deadline";
+    util::log().warn("{}", reason);
+    fail_transport(reason);
   }
   return Error::extension("Write error: cancelled");
 }
 
 void Connection::fail_transport(const std::string& reason) {
   if (m_stopped) return;
-  util::log().warn("{}", reason);  // the reason names the extension
   if (!m_write_failure) m_write_failure = reason;
   end_transport(reason);
   stop();
@@ -380,7 +406,9 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
     if (cs.cancelled() != asio::cancellation_type::none) {
       m_inbox->remove_pending(id);  // a late reply is now an unknown id: dropped and counted
       // This coroutine is being cancelled and may not wait again: the notice goes on its own.
-      if (m_inbox->cancellation()) asio::co_spawn(m_inbox->executor(), send_cancel(self, id), asio::detached);
+      if (m_inbox->cancellation()) {
+        asio::co_spawn(m_inbox->executor(), send_cancel(self, id), TaskEnd{self, Task::cancel_notice});
+      }
       co_return Error::extension("request cancelled");
     }
   }

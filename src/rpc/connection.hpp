@@ -15,6 +15,9 @@
 //   pending call ("transport closed: EOF" / "transport error: …") and ends every
 //   subscription. When the connection is stopped from outside, the reader ends silently:
 //   whoever stopped it chooses what pending calls are told.
+// - A task of the connection's own (reader, writer, inbound request, cancellation notice)
+//   that throws is an internal error: it is logged and ends the transport, and pending calls
+//   fail with "internal error in the <task> of extension '<id>': <what>".
 //
 // Threading: I/O thread only.
 #pragma once
@@ -25,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,6 +96,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::shared_ptr<WriteTicket> ticket;
   };
 
+  enum class Task { reader, writer, inbound_request, cancel_notice };
+  // The completion of one of those tasks: an exception ends the transport.
+  struct TaskEnd {
+    std::weak_ptr<Connection> connection;
+    Task task;
+    void operator()(std::exception_ptr error) const;
+  };
+
   Connection(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child, std::shared_ptr<Lifecycle> lifecycle);
   static boost::asio::awaitable<void> read_loop(std::shared_ptr<Connection> self);
   static boost::asio::awaitable<void> write_loop(std::shared_ptr<Connection> self);
@@ -102,7 +114,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<bool> dispatch(boost::json::value frame, std::size_t bytes);
   void end_transport(const std::string& reason);
   // Ends the transport from the host's side: pending calls and writers fail with `reason`,
-  // the reader stops and stdin is closed.
+  // the reader stops and stdin is closed. The caller logs.
   void fail_transport(const std::string& reason);
   bool has_room(std::size_t bytes) const;
   // The pipe took `n` more bytes: completes the frames they finish.

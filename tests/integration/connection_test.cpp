@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <csignal>
 #include <future>
+#include <stdexcept>
 
 #include "../support/bounded.hpp"
 #include "process/child.hpp"
@@ -147,6 +148,30 @@ TEST_F(ConnectionTest, ACallCancelledAfterItsFrameWasWrittenLeavesTheTransportOp
   ASSERT_TRUE(echoed);
   ASSERT_TRUE(*echoed) << echoed->error().message;
   EXPECT_TRUE(connection->lifecycle()->live());
+}
+
+TEST_F(ConnectionTest, AReaderThatThrowsEndsItsTransportAndFailsPendingCallsAtOnce) {
+  connect({"echo"});
+  inbox->set_reader_hook([](const boost::json::value& message) {
+    if (message.as_object().contains("result")) throw std::runtime_error("injected fault");
+  });
+  const boost::json::value no_params;
+  const boost::json::value echo = echo_params(16);
+  auto pending = spawn(connection->call("pending", no_params, 1));  // never answered, no deadline
+  auto echoed = spawn(connection->call("tool.call", echo, 2));      // its reply makes the reader throw
+  ASSERT_TRUE(run_until(io, [&] { return ready(pending) && ready(echoed); }));
+  const std::string expected = "internal error in the reader of extension 'conn': injected fault";
+  auto r = pending.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, expected);
+  auto e = echoed.get();
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, expected);
+  EXPECT_FALSE(connection->reader_running());
+  EXPECT_FALSE(connection->lifecycle()->live());
+  auto after = run_bounded(io, connection->call("tool.call", echo, 3));
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(*after) << "the transport has ended";
 }
 
 }  // namespace
