@@ -6,7 +6,10 @@
 //   closed on exec; its environment is exactly SpawnSpec::environment.
 // - It is always reaped: a reaper coroutine waits on a pidfd and keeps the Child alive until
 //   the exit status is collected, so no zombie outlives it. on_exit callbacks run then, on
-//   the I/O thread: a child's exit is seen without any RPC.
+//   the I/O thread: a child's exit is seen without any RPC. A Child destroyed before that
+//   (its context torn down) kills the process and leaves collecting it to the janitor.
+// - Nothing here waits on the I/O thread: the reaper polls with WNOHANG, cgroup kills,
+//   removals and counter reads are the janitor's (process/janitor.hpp).
 // - stderr is pumped into a bounded StderrLog from the moment of spawn.
 // - stop() is the signal part of the stop ladder: SIGTERM to the group, a grace period,
 //   then SIGKILL to the group, every time. Where the host can make control groups, the
@@ -26,6 +29,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/writable_pipe.hpp>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -57,7 +61,7 @@ class Child : public std::enable_shared_from_this<Child> {
   // "Failed to spawn extension '<id>': <os error>".
   static Result<std::shared_ptr<Child>> spawn(const boost::asio::any_io_executor& ex, const SpawnSpec& spec);
 
-  ~Child();  // a child still running here is killed with its group and reaped (blocking)
+  ~Child();  // a child still running here is killed with its group; the janitor collects it
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
@@ -113,6 +117,7 @@ class Child : public std::enable_shared_from_this<Child> {
   std::unique_ptr<ExtensionCgroup> m_cgroup;      // null where the host cannot make one
   std::optional<int> m_status;                    // set by the reaper
   double m_cpu_seconds = 0;                       // user + system, set by the reaper
+  std::uint64_t m_forks_refused = 0;              // by the pids controller, set by the reaper
   boost::asio::steady_timer m_exited_event;       // cancelled when reaped: a one-shot event
   std::vector<std::function<void()>> m_on_exit;
 };
