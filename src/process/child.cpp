@@ -3,7 +3,6 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -31,6 +30,16 @@ namespace {
 
 Error spawn_error(const std::string& id, int err) {
   return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
+}
+
+std::string exception_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
 }
 
 }  // namespace
@@ -84,8 +93,8 @@ Result<std::shared_ptr<Child>> Child::spawn(const asio::any_io_executor& ex, con
   child->m_stdout.assign(launched->stdout_fd);
   child->m_stderr.assign(launched->stderr_fd);
   child->m_probe = std::make_shared<ExitProbe>(child->m_pid);
-  asio::co_spawn(ex, reap(child), asio::detached);
-  asio::co_spawn(ex, pump_stderr(child), asio::detached);
+  asio::co_spawn(ex, reap(child), TaskEnd{child, Task::reaper});
+  asio::co_spawn(ex, pump_stderr(child), TaskEnd{child, Task::stderr_reader});
   return child;
 }
 
@@ -146,10 +155,45 @@ asio::awaitable<void> Child::reap(std::shared_ptr<Child> self) {
       if (ec == asio::error::operation_aborted) co_return;
     }
   }
-  self->m_exited_event.cancel();
-  auto callbacks = std::move(self->m_on_exit);
-  self->m_on_exit.clear();
-  for (auto& fn : callbacks) fn();
+  self->announce_exit();
+}
+
+void Child::announce_exit() {
+  m_exited_event.cancel();
+  auto callbacks = std::move(m_on_exit);
+  m_on_exit.clear();
+  for (auto& fn : callbacks) run_exit_callback(fn);
+}
+
+void Child::run_exit_callback(const std::function<void()>& fn) const {
+  try {
+    fn();
+  } catch (...) {
+    util::log().error("extension '{}': an exit callback failed: {}", m_extension_id,
+                      exception_text(std::current_exception()));
+  }
+}
+
+void Child::TaskEnd::operator()(std::exception_ptr error) const {
+  if (!error) return;
+  auto self = child.lock();
+  if (!self) return;  // destroyed meanwhile: ~Child killed it and left it to the janitor
+  const char* name = task == Task::reaper ? "reaper" : "stderr reader";
+  util::log().error("internal error in the {} of extension '{}': {}", name, self->m_extension_id,
+                    exception_text(error));
+  if (task == Task::stderr_reader) {
+    // Nobody reads the pipe any more: the child gets EPIPE rather than blocking on it.
+    boost::system::error_code ignored;
+    self->m_stderr.close(ignored);
+    return;
+  }
+  if (self->m_status) return;  // collected already
+  // Unwatched, the child is ended: killed, collected by the janitor, and its exit announced
+  // now so that nothing waits for it (its transport ends as at EOF).
+  self->signal_group(SIGKILL);
+  janitor::reap(self->m_pid);
+  self->m_status = -1;
+  self->announce_exit();
 }
 
 asio::awaitable<void> Child::pump_stderr(std::shared_ptr<Child> self) {
@@ -171,7 +215,8 @@ asio::awaitable<void> Child::pump_stderr(std::shared_ptr<Child> self) {
 
 void Child::on_exit(std::function<void()> fn) {
   if (m_status) {
-    asio::post(m_exited_event.get_executor(), std::move(fn));
+    asio::post(m_exited_event.get_executor(),
+               [self = shared_from_this(), fn = std::move(fn)] { self->run_exit_callback(fn); });
   } else {
     m_on_exit.push_back(std::move(fn));
   }

@@ -11,6 +11,9 @@
 // - Nothing here waits on the I/O thread: the reaper polls with WNOHANG, cgroup kills,
 //   removals and counter reads are the janitor's (process/janitor.hpp).
 // - stderr is pumped into a bounded StderrLog from the moment of spawn.
+// - The reaper and the stderr pump do not fail silently: an exception is logged, naming the
+//   extension; a reaper that fails kills the child, leaves it to the janitor and announces
+//   its exit, a stderr pump that fails closes the pipe.
 // - stop() is the signal part of the stop ladder: SIGTERM to the group, a grace period,
 //   then SIGKILL to the group, every time. Where the host can make control groups, the
 //   child runs in its own (ExtensionCgroup), and every SIGKILL to the group also kills the
@@ -30,6 +33,7 @@
 #include <boost/asio/writable_pipe.hpp>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -82,6 +86,7 @@ class Child : public std::enable_shared_from_this<Child> {
   bool contained_by_cgroup() const { return m_cgroup != nullptr; }
 
   // Runs `fn` on the I/O thread when the child has been reaped (at once if it already has).
+  // An exception it throws is logged; the other callbacks still run.
   void on_exit(std::function<void()> fn);
 
   // Waits until the child has been reaped, or `limit` has passed. True when reaped.
@@ -101,8 +106,19 @@ class Child : public std::enable_shared_from_this<Child> {
   static constexpr std::chrono::milliseconds k_reap_after_kill_bound{5000};
 
  private:
+  enum class Task { reaper, stderr_reader };
+  // The completion of the reaper or the stderr pump: an exception is an internal error.
+  struct TaskEnd {
+    std::weak_ptr<Child> child;
+    Task task;
+    void operator()(std::exception_ptr error) const;
+  };
+
   Child(const boost::asio::any_io_executor& ex, std::string extension_id);
   static boost::asio::awaitable<void> reap(std::shared_ptr<Child> self);
+  // Wakes wait_reaped() and runs the on_exit callbacks.
+  void announce_exit();
+  void run_exit_callback(const std::function<void()>& fn) const;
   static boost::asio::awaitable<void> pump_stderr(std::shared_ptr<Child> self);
   void signal_group(int sig);
 

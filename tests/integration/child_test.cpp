@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../support/bounded.hpp"
 #include "../support/proc.hpp"
 #include "process/cgroup.hpp"
 #include "process/child.hpp"
@@ -120,6 +122,30 @@ TEST(ChildTest, AControlGroupThatCannotBeRemovedAtOnceIsRemovedOnceItCanBe) {
   ASSERT_EQ(::rmdir(nested.c_str()), 0);
   for (int i = 0; i < 1000 && fs::exists(dir); ++i) ::usleep(10'000);
   EXPECT_FALSE(fs::exists(dir)) << dir << " was not removed once it could be";
+}
+
+TEST(ChildTest, AnExitCallbackThatThrowsIsLoggedAndTheOthersStillRun) {
+  std::signal(SIGPIPE, SIG_IGN);
+  boost::asio::io_context io;
+  process::SpawnSpec spec;
+  spec.extension_id = "callbacks";
+  spec.program = EXTHOST_FAKE_EXTENSION;
+  spec.args = {"deaf"};
+  spec.environment = process::allowed_environment();
+  auto spawned = process::Child::spawn(io.get_executor(), spec);
+  ASSERT_TRUE(spawned) << spawned.error().message;
+  auto child = std::move(spawned).value();
+  bool before_exit = false;
+  bool after_exit = false;
+  child->on_exit([] { throw std::runtime_error("injected fault"); });
+  child->on_exit([&] { before_exit = true; });
+  child->kill_group();
+  EXPECT_TRUE(exthost::testing::run_until(io, [&] { return before_exit; }));
+  EXPECT_TRUE(child->reaped());
+  // Registered once it has been reaped: posted, and guarded the same way.
+  child->on_exit([] { throw std::runtime_error("injected fault"); });
+  child->on_exit([&] { after_exit = true; });
+  EXPECT_TRUE(exthost::testing::run_until(io, [&] { return after_exit; }));
 }
 
 }  // namespace
