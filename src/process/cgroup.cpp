@@ -1,6 +1,11 @@
 #include "process/cgroup.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -9,13 +14,14 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
+#include "process/janitor.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 
 namespace exthost::process {
+namespace asio = boost::asio;
 namespace fs = std::filesystem;
 
 namespace {
@@ -24,6 +30,8 @@ constexpr std::string_view k_prefix = "exthost-";
 // Rounds of "read the members, kill the new ones" before giving up on a subtree that keeps
 // forking faster than it is killed (only possible without cgroup.kill).
 constexpr int k_kill_rounds = 1000;
+// A busy group is tried again after 1 ms, then twice as long each time.
+constexpr std::chrono::milliseconds k_remove_retry_first{1};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -79,39 +87,37 @@ void kill_members(const fs::path& dir) {
   }
 }
 
-// Groups whose killed members were still exiting when they were to be removed: retried at
-// the next group made or removed, and when the host exits; the next host sweeps the rest.
-struct PendingRemovals {
-  std::mutex mutex;
-  std::vector<fs::path> dirs;
-  ~PendingRemovals() {
-    for (int attempt = 0; attempt < ExtensionCgroup::k_remove_attempts && !dirs.empty(); ++attempt) {
-      std::erase_if(dirs, [](const fs::path& d) { return ::rmdir(d.c_str()) == 0 || errno != EBUSY; });
-      if (!dirs.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// Removes what it can of `dirs` now; true when none is left. A group whose killed processes
+// are still exiting is busy, and stays.
+bool try_remove(std::vector<fs::path>& dirs) {
+  std::erase_if(dirs, [](const fs::path& d) {
+    if (::rmdir(d.c_str()) == 0 || errno == ENOENT) return true;
+    if (errno == EBUSY) return false;
+    util::log().debug("cgroup {} not removed: {}", d.string(), util::os_error_text(errno));
+    return true;
+  });
+  return dirs.empty();
+}
+
+// On the janitor: tries busy groups again on a timer, then leaves them to the next host's sweep.
+asio::awaitable<void> retry_removal(std::vector<fs::path> dirs) {
+  asio::steady_timer retry(co_await asio::this_coro::executor);
+  auto delay = k_remove_retry_first;
+  for (int attempt = 2;; ++attempt) {
+    retry.expires_after(delay);
+    auto [ec] = co_await retry.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec || try_remove(dirs)) co_return;
+    if (attempt == ExtensionCgroup::k_remove_attempts) {
+      for (const auto& d : dirs) util::log().debug("cgroup {} still busy; the next host removes it", d.string());
+      co_return;
     }
+    delay = std::min(delay * 2, ExtensionCgroup::k_remove_retry_max);
   }
-};
-PendingRemovals& pending_removals() {
-  static PendingRemovals pending;
-  return pending;
 }
 
-void retry_pending_removals() {
-  auto& p = pending_removals();
-  std::lock_guard lock(p.mutex);
-  std::erase_if(p.dirs, [](const fs::path& d) { return ::rmdir(d.c_str()) == 0 || errno != EBUSY; });
-}
-
-// Never waits: a group still busy is left for a later attempt.
-void remove_group(const fs::path& dir) {
-  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
-  if (errno == EBUSY) {
-    auto& p = pending_removals();
-    std::lock_guard lock(p.mutex);
-    p.dirs.push_back(dir);
-    return;
-  }
-  util::log().debug("cgroup {} not removed: {}", dir.string(), util::os_error_text(errno));
+// On the janitor: removes `dirs` now, those still busy later.
+void remove_groups(std::vector<fs::path> dirs) {
+  if (!try_remove(dirs)) janitor::spawn(retry_removal(std::move(dirs)));
 }
 
 // Groups of hosts that no longer run: their processes outlived a host killed with SIGKILL.
@@ -132,7 +138,7 @@ void sweep_stale(const fs::path& base) {
     if (host <= 0 || host == ::getpid() || ::kill(host, 0) == 0 || errno != ESRCH) continue;
     util::log().info("removing control group {} left by host process {}, which no longer runs", name, host);
     kill_members(entry.path());
-    remove_group(entry.path());
+    remove_groups({entry.path()});
   }
 }
 
@@ -209,11 +215,16 @@ namespace {
 // group from then on, without another attempt per spawn.
 std::atomic<bool> g_unified_unusable{false};
 std::once_flag g_unified_swept, g_pids_swept;
+
+// Each tree is swept once per host process, on the janitor.
+void sweep_once(std::once_flag& flag, const fs::path& base) {
+  std::call_once(flag, [&] { janitor::post([base] { sweep_stale(base); }); });
+}
 }  // namespace
 
 void prepare_cgroups() {
   const auto& support = cgroup_support();
-  if (support.unified) std::call_once(g_unified_swept, [&] { sweep_stale(*support.unified); });
+  if (support.unified) sweep_once(g_unified_swept, *support.unified);
 }
 
 Result<std::unique_ptr<ExtensionCgroup>> ExtensionCgroup::create(const std::string& extension_id,
@@ -231,12 +242,9 @@ Result<std::unique_ptr<ExtensionCgroup>> ExtensionCgroup::create(const std::stri
   if (!support.unified && !pids_max) return std::unique_ptr<ExtensionCgroup>();
 
   // Each tree is swept once, when this host first makes a group in it (or at prepare).
-  if (support.unified) std::call_once(g_unified_swept, [&] { sweep_stale(*support.unified); });
-  if (pids_max && support.pids && support.pids != support.unified) {
-    std::call_once(g_pids_swept, [&] { sweep_stale(*support.pids); });
-  }
+  if (support.unified) sweep_once(g_unified_swept, *support.unified);
+  if (pids_max && support.pids && support.pids != support.unified) sweep_once(g_pids_swept, *support.pids);
 
-  retry_pending_removals();
   static std::atomic<std::uint64_t> sequence{0};
   const std::string name = std::string(k_prefix) + std::to_string(::getpid()) + "-" + std::to_string(++sequence) +
                            "-" + safe_name(extension_id);
@@ -282,16 +290,21 @@ Result<std::unique_ptr<ExtensionCgroup>> ExtensionCgroup::create(const std::stri
 }
 
 ExtensionCgroup::~ExtensionCgroup() {
-  retry_pending_removals();
-  kill_all();
-  for (auto it = m_dirs.rbegin(); it != m_dirs.rend(); ++it) remove_group(*it);
+  if (m_dirs.empty()) return;
+  janitor::post([dirs = std::vector<fs::path>(m_dirs.rbegin(), m_dirs.rend())] {
+    for (const auto& dir : dirs) kill_members(dir);
+    remove_groups(dirs);
+  });
 }
 
 void ExtensionCgroup::kill_all() {
-  for (const auto& dir : m_dirs) kill_members(dir);
+  if (m_dirs.empty()) return;
+  janitor::post([dirs = m_dirs] {
+    for (const auto& dir : dirs) kill_members(dir);
+  });
 }
 
-std::uint64_t ExtensionCgroup::forks_refused() const {
+std::uint64_t ExtensionCgroup::read_forks_refused() const {
   if (!m_pids_dir) return 0;
   std::istringstream in(read_file(*m_pids_dir / "pids.events"));
   std::string key;

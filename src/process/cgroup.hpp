@@ -16,8 +16,12 @@
 // killed and the groups removed.
 //
 // Threading: create and destroy on any one thread; the join paths are read by the launcher.
+// Only create() touches the tree on the calling thread (a mkdir, and pids.max under a
+// processes limit: the child is created inside the group). Killing, removing and sweeping
+// are chores of the janitor (process/janitor.hpp): the caller never waits on them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -45,7 +49,7 @@ class ExtensionCgroup {
   // is asked. Error when `pids_max` is asked but no pids controller is writable.
   static Result<std::unique_ptr<ExtensionCgroup>> create(const std::string& extension_id,
                                                          std::optional<std::uint64_t> pids_max);
-  ~ExtensionCgroup();  // kills what is left, then removes the groups (without waiting)
+  ~ExtensionCgroup();  // the janitor kills what is left, then removes the groups
   ExtensionCgroup(const ExtensionCgroup&) = delete;
   ExtensionCgroup& operator=(const ExtensionCgroup&) = delete;
 
@@ -55,15 +59,18 @@ class ExtensionCgroup {
   // The cgroup.procs files of groups in other trees (the v1 pids group), which the child
   // always joins by writing "0" before exec (a migration: an RCU grace period).
   const std::vector<std::string>& join_files() const { return m_join_files; }
-  // SIGKILL to every process in the groups, now (idempotent).
+  // SIGKILL to every process in the groups, by the janitor, at once (idempotent).
   void kill_all();
   // How many forks the pids controller refused (its pids.events "max"); 0 without one.
-  std::uint64_t forks_refused() const;
+  // Reads a cgroup file: call it off the I/O thread.
+  std::uint64_t read_forks_refused() const;
   bool has_pids_limit() const { return m_pids_dir.has_value(); }
 
-  // How many 1 ms attempts a host makes, as it exits, to remove groups whose killed
-  // processes were still exiting; what remains is swept by the next host.
-  static constexpr int k_remove_attempts = 50;
+  // Attempts to remove a group whose killed processes are still exiting: 1 ms apart at first,
+  // twice as long each time up to k_remove_retry_max (about 8 s in all); what remains is
+  // swept by the next host.
+  static constexpr int k_remove_attempts = 40;
+  static constexpr std::chrono::milliseconds k_remove_retry_max{250};
 
  private:
   ExtensionCgroup() = default;

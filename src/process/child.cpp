@@ -3,7 +3,6 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "process/environment.hpp"
+#include "process/janitor.hpp"
 #include "process/launcher.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
@@ -32,6 +32,16 @@ Error spawn_error(const std::string& id, int err) {
   return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
 }
 
+std::string exception_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
 }  // namespace
 
 Child::Child(const asio::any_io_executor& ex, std::string extension_id)
@@ -44,13 +54,12 @@ Child::Child(const asio::any_io_executor& ex, std::string extension_id)
       }),
       m_exited_event(ex, asio::steady_timer::time_point::max()) {}
 
-Child::~Child() {  // m_cgroup's destructor then kills and removes the rest of the subtree
+Child::~Child() {  // m_cgroup's destructor then has the rest of the subtree killed and removed
   if (m_pid > 0 && !m_status) {
     ::kill(-m_pid, SIGKILL);
     ::kill(m_pid, SIGKILL);
-    int status = 0;
-    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    // Collected off this thread: a process in an unkillable state, or traced, can take long.
+    janitor::reap(m_pid);
   }
 }
 
@@ -84,10 +93,16 @@ Result<std::shared_ptr<Child>> Child::spawn(const asio::any_io_executor& ex, con
   child->m_stdout.assign(launched->stdout_fd);
   child->m_stderr.assign(launched->stderr_fd);
   child->m_probe = std::make_shared<ExitProbe>(child->m_pid);
-  asio::co_spawn(ex, reap(child), asio::detached);
-  asio::co_spawn(ex, pump_stderr(child), asio::detached);
+  asio::co_spawn(ex, reap(child), TaskEnd{child, Task::reaper});
+  asio::co_spawn(ex, pump_stderr(child), TaskEnd{child, Task::stderr_reader});
   return child;
 }
+
+namespace {
+asio::awaitable<std::uint64_t> read_forks_refused(const ExtensionCgroup* group) {
+  co_return group->read_forks_refused();
+}
+}  // namespace
 
 asio::awaitable<void> Child::reap(std::shared_ptr<Child> self) {
   auto ex = co_await asio::this_coro::executor;
@@ -95,10 +110,26 @@ asio::awaitable<void> Child::reap(std::shared_ptr<Child> self) {
   std::optional<asio::posix::stream_descriptor> pidfd;
   if (fd >= 0) pidfd.emplace(ex, fd);
   asio::steady_timer poll(ex);
+  bool woken_by_pidfd = false;
+  bool count_forks = self->m_cgroup && self->m_cgroup->has_pids_limit();
   for (;;) {
+    // Under a processes limit the refused forks are counted once the child has exited and
+    // before its status is collected, so that nobody learns of the exit without them. The
+    // count is a cgroup file: read on the janitor.
+    if (count_forks) {
+      siginfo_t info{};
+      const int w = ::waitid(P_PID, static_cast<id_t>(self->m_pid), &info, WEXITED | WNOHANG | WNOWAIT);
+      if (w == 0 && info.si_pid == self->m_pid) {
+        self->m_forks_refused = co_await asio::co_spawn(janitor::executor(), read_forks_refused(self->m_cgroup.get()),
+                                                        asio::use_awaitable);
+        count_forks = false;
+      } else if (w < 0 && errno != EINTR) {
+        count_forks = false;  // not ours any more: wait4 says so below
+      }
+    }
     int status = 0;
     struct rusage usage {};
-    const pid_t r = ::wait4(self->m_pid, &status, WNOHANG, &usage);
+    const pid_t r = count_forks ? 0 : ::wait4(self->m_pid, &status, WNOHANG, &usage);
     if (r == self->m_pid) {
       self->m_status = status;
       auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
@@ -109,21 +140,60 @@ asio::awaitable<void> Child::reap(std::shared_ptr<Child> self) {
       self->m_status = -1;
       break;
     }
-    // Readiness is only a hint (a pidfd can fire twice): the loop re-checks with WNOHANG.
+    // Readiness is only a hint: the loop re-checks with WNOHANG. A pidfd that fired without
+    // a status to collect (a traced child's exit goes to its tracer first) stays readable, so
+    // from then on the loop polls instead of spinning.
+    if (woken_by_pidfd) pidfd.reset();
     if (pidfd) {
       auto [ec] = co_await pidfd->async_wait(asio::posix::descriptor_base::wait_read,
                                               asio::as_tuple(asio::use_awaitable));
       if (ec == asio::error::operation_aborted) co_return;
+      woken_by_pidfd = true;
     } else {
       poll.expires_after(std::chrono::milliseconds(20));
       auto [ec] = co_await poll.async_wait(asio::as_tuple(asio::use_awaitable));
       if (ec == asio::error::operation_aborted) co_return;
     }
   }
-  self->m_exited_event.cancel();
-  auto callbacks = std::move(self->m_on_exit);
-  self->m_on_exit.clear();
-  for (auto& fn : callbacks) fn();
+  self->announce_exit();
+}
+
+void Child::announce_exit() {
+  m_exited_event.cancel();
+  auto callbacks = std::move(m_on_exit);
+  m_on_exit.clear();
+  for (auto& fn : callbacks) run_exit_callback(fn);
+}
+
+void Child::run_exit_callback(const std::function<void()>& fn) const {
+  try {
+    fn();
+  } catch (...) {
+    util::log().error("extension '{}': an exit callback failed: {}", m_extension_id,
+                      exception_text(std::current_exception()));
+  }
+}
+
+void Child::TaskEnd::operator()(std::exception_ptr error) const {
+  if (!error) return;
+  auto self = child.lock();
+  if (!self) return;  // destroyed meanwhile: ~Child killed it and left it to the janitor
+  const char* name = task == Task::reaper ? "reaper" : "stderr reader";
+  util::log().error("internal error in the {} of extension '{}': {}", name, self->m_extension_id,
+                    exception_text(error));
+  if (task == Task::stderr_reader) {
+    // Nobody reads the pipe any more: the child gets EPIPE rather than blocking on it.
+    boost::system::error_code ignored;
+    self->m_stderr.close(ignored);
+    return;
+  }
+  if (self->m_status) return;  // collected already
+  // Unwatched, the child is ended: killed, collected by the janitor, and its exit announced
+  // now so that nothing waits for it (its transport ends as at EOF).
+  self->signal_group(SIGKILL);
+  janitor::reap(self->m_pid);
+  self->m_status = -1;
+  self->announce_exit();
 }
 
 asio::awaitable<void> Child::pump_stderr(std::shared_ptr<Child> self) {
@@ -145,7 +215,8 @@ asio::awaitable<void> Child::pump_stderr(std::shared_ptr<Child> self) {
 
 void Child::on_exit(std::function<void()> fn) {
   if (m_status) {
-    asio::post(m_exited_event.get_executor(), std::move(fn));
+    asio::post(m_exited_event.get_executor(),
+               [self = shared_from_this(), fn = std::move(fn)] { self->run_exit_callback(fn); });
   } else {
     m_on_exit.push_back(std::move(fn));
   }
@@ -176,7 +247,7 @@ std::string Child::exit_description() const {
     if (cpu_limit) out += ": it reached its CPU-time limit of " + std::to_string(*m_limits.cpu_seconds) + " s";
   }
   if (m_cgroup && m_limits.processes) {
-    if (const auto refused = m_cgroup->forks_refused(); refused > 0) {
+    if (const auto refused = m_forks_refused; refused > 0) {
       out += "; " + std::to_string(refused) + " fork" + (refused == 1 ? " was" : "s were") +
              " refused at its processes limit of " + std::to_string(*m_limits.processes);
     }

@@ -6,8 +6,14 @@
 //   closed on exec; its environment is exactly SpawnSpec::environment.
 // - It is always reaped: a reaper coroutine waits on a pidfd and keeps the Child alive until
 //   the exit status is collected, so no zombie outlives it. on_exit callbacks run then, on
-//   the I/O thread: a child's exit is seen without any RPC.
+//   the I/O thread: a child's exit is seen without any RPC. A Child destroyed before that
+//   (its context torn down) kills the process and leaves collecting it to the janitor.
+// - Nothing here waits on the I/O thread: the reaper polls with WNOHANG, cgroup kills,
+//   removals and counter reads are the janitor's (process/janitor.hpp).
 // - stderr is pumped into a bounded StderrLog from the moment of spawn.
+// - The reaper and the stderr pump do not fail silently: an exception is logged, naming the
+//   extension; a reaper that fails kills the child, leaves it to the janitor and announces
+//   its exit, a stderr pump that fails closes the pipe.
 // - stop() is the signal part of the stop ladder: SIGTERM to the group, a grace period,
 //   then SIGKILL to the group, every time. Where the host can make control groups, the
 //   child runs in its own (ExtensionCgroup), and every SIGKILL to the group also kills the
@@ -26,6 +32,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/writable_pipe.hpp>
 #include <chrono>
+#include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -57,7 +65,7 @@ class Child : public std::enable_shared_from_this<Child> {
   // "Failed to spawn extension '<id>': <os error>".
   static Result<std::shared_ptr<Child>> spawn(const boost::asio::any_io_executor& ex, const SpawnSpec& spec);
 
-  ~Child();  // a child still running here is killed with its group and reaped (blocking)
+  ~Child();  // a child still running here is killed with its group; the janitor collects it
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
@@ -78,6 +86,7 @@ class Child : public std::enable_shared_from_this<Child> {
   bool contained_by_cgroup() const { return m_cgroup != nullptr; }
 
   // Runs `fn` on the I/O thread when the child has been reaped (at once if it already has).
+  // An exception it throws is logged; the other callbacks still run.
   void on_exit(std::function<void()> fn);
 
   // Waits until the child has been reaped, or `limit` has passed. True when reaped.
@@ -97,8 +106,19 @@ class Child : public std::enable_shared_from_this<Child> {
   static constexpr std::chrono::milliseconds k_reap_after_kill_bound{5000};
 
  private:
+  enum class Task { reaper, stderr_reader };
+  // The completion of the reaper or the stderr pump: an exception is an internal error.
+  struct TaskEnd {
+    std::weak_ptr<Child> child;
+    Task task;
+    void operator()(std::exception_ptr error) const;
+  };
+
   Child(const boost::asio::any_io_executor& ex, std::string extension_id);
   static boost::asio::awaitable<void> reap(std::shared_ptr<Child> self);
+  // Wakes wait_reaped() and runs the on_exit callbacks.
+  void announce_exit();
+  void run_exit_callback(const std::function<void()>& fn) const;
   static boost::asio::awaitable<void> pump_stderr(std::shared_ptr<Child> self);
   void signal_group(int sig);
 
@@ -113,6 +133,7 @@ class Child : public std::enable_shared_from_this<Child> {
   std::unique_ptr<ExtensionCgroup> m_cgroup;      // null where the host cannot make one
   std::optional<int> m_status;                    // set by the reaper
   double m_cpu_seconds = 0;                       // user + system, set by the reaper
+  std::uint64_t m_forks_refused = 0;              // by the pids controller, set by the reaper
   boost::asio::steady_timer m_exited_event;       // cancelled when reaped: a one-shot event
   std::vector<std::function<void()>> m_on_exit;
 };

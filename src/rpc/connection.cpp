@@ -10,10 +10,8 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <vector>
 
 #include "util/log.hpp"
@@ -31,17 +29,32 @@ namespace {
 // One read takes up to 64 KiB: a whole 64 KiB notification in few reads, while the reader's
 // own buffer stays a fixed, small part of host memory.
 constexpr std::size_t k_read_chunk = 64 * 1024;
+// Frames handed to one gather-write at most (far below IOV_MAX).
+constexpr std::size_t k_max_gathered_frames = 64;
 
 std::string io_error_text(const boost::system::error_code& ec) {
   if (ec.category() == boost::system::system_category()) return util::os_error_text(ec.value());
   return ec.message();
 }
 
+std::string exception_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
 }  // namespace
 
 Connection::Connection(std::shared_ptr<Inbox> inbox, std::shared_ptr<process::Child> child,
                        std::shared_ptr<Lifecycle> lifecycle)
-    : m_inbox(std::move(inbox)), m_child(std::move(child)), m_lifecycle(std::move(lifecycle)) {}
+    : m_inbox(std::move(inbox)),
+      m_child(std::move(child)),
+      m_lifecycle(std::move(lifecycle)),
+      m_room(m_inbox->executor()) {}
 
 Connection::~Connection() {
   // The reader holds a reference while it runs, so it has ended by now.
@@ -56,7 +69,8 @@ std::shared_ptr<Connection> Connection::start(std::shared_ptr<Inbox> inbox, std:
   const int stdin_fd = c->m_child->stdin_pipe().native_handle();
   ::fcntl(stdin_fd, F_SETFL, ::fcntl(stdin_fd, F_GETFL) | O_NONBLOCK);
   c->m_reader_running = true;
-  asio::co_spawn(inbox->executor(), read_loop(c), asio::bind_cancellation_slot(c->m_reader_cancel.slot(), asio::detached));
+  asio::co_spawn(inbox->executor(), read_loop(c),
+                 asio::bind_cancellation_slot(c->m_reader_cancel.slot(), TaskEnd{c, Task::reader}));
   inbox->set_current_connection(c);
   return c;
 }
@@ -66,7 +80,8 @@ void Connection::stop() {
   m_stopped = true;
   m_lifecycle->invalidate();
   abort_reader();
-  m_child->close_stdin();
+  m_child->close_stdin();  // a write in progress ends; the writer fails what is queued
+  m_room.notify();         // writers waiting for room fail now
 }
 
 void Connection::child_exited() {
@@ -86,6 +101,20 @@ std::size_t readable_bytes(int fd) {
 void Connection::abort_reader() {
   m_reader_aborted = true;
   if (m_reader_running) m_reader_cancel.emit(asio::cancellation_type::terminal);
+}
+
+void Connection::TaskEnd::operator()(std::exception_ptr error) const {
+  if (!error) return;
+  auto self = connection.lock();
+  if (!self) return;  // nothing left to end
+  static constexpr const char* names[] = {"reader", "writer", "inbound request task", "cancellation notice"};
+  const std::string reason = "internal error in the " + std::string(names[static_cast<int>(task)]) + " of extension '" +
+                             self->m_inbox->extension_id() + "': " + exception_text(error);
+  util::log().error("{}", reason);
+  if (task == Task::reader) self->m_reader_running = false;
+  if (task == Task::writer) self->m_writing = false;
+  self->fail_transport(reason);
+  if (task == Task::writer && !self->m_write_queue.empty()) self->fail_queue();  // nobody else will
 }
 
 void Connection::end_transport(const std::string& reason) {
@@ -137,6 +166,7 @@ asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
         keep_reading = false;
         break;
       }
+      if (const auto& hook = self->m_inbox->reader_hook()) hook(parsed.value());
       keep_reading = co_await self->dispatch(std::move(parsed).value(), step.body->size());
     }
     if (!keep_reading || self->m_stopped) break;
@@ -173,7 +203,7 @@ asio::awaitable<bool> Connection::dispatch(boost::json::value frame, std::size_t
     if (!co_await m_inbox->acquire_inbound_slot()) co_return false;  // cancelled: the reader stops
     asio::co_spawn(m_inbox->executor(),
                    serve_inbound(m_inbox, std::move(req->id), std::move(req->method), std::move(req->params)),
-                   asio::detached);
+                   TaskEnd{weak_from_this(), Task::inbound_request});
     co_return true;
   }
   const auto& discarded = std::get<wire::Discarded>(message);
@@ -213,77 +243,146 @@ asio::awaitable<void> Connection::serve_inbound(std::shared_ptr<Inbox> inbox, bo
   }
 }
 
+bool Connection::has_room(std::size_t bytes) const {
+  return m_queued_bytes == 0 || m_queued_bytes + bytes <= k_write_queue_budget;
+}
+
 asio::awaitable<Result<void>> Connection::write(std::string frame) {
   auto self = shared_from_this();  // the caller's State may be torn down while we wait
-  if (m_write_failure) co_return Error::extension("Write error: " + io_error_text(*m_write_failure));
+  if (m_write_failure) co_return Error::extension(*m_write_failure);
   if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE));
-  if (!m_writing && m_write_queue.empty()) {
+  auto& counters = m_inbox->counters();
+  if (!m_writing && m_write_queue.empty() && m_room_waiters == 0) {
     // Nothing queued: try the whole frame in place, which is the common case of a small
     // request to a child that reads. What does not fit is queued first, so the frame stays
     // whole and ahead of every later one.
     const ssize_t n = ::write(m_child->stdin_pipe().native_handle(), frame.data(), frame.size());
     if (n == static_cast<ssize_t>(frame.size())) {
-      auto& counters = m_inbox->counters();
+      m_bytes_written += frame.size();
       counters.frames_out.fetch_add(1, std::memory_order_relaxed);
       counters.bytes_out.fetch_add(frame.size(), std::memory_order_relaxed);
       co_return Result<void>();
     }
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      m_write_failure = boost::system::error_code(errno, boost::system::system_category());
-      co_return Error::extension("Write error: " + io_error_text(*m_write_failure));
+      m_write_failure = "Write error: " + util::os_error_text(errno);
+      co_return Error::extension(*m_write_failure);
     }
-    if (n > 0) frame.erase(0, static_cast<std::size_t>(n));
+    if (n > 0) {
+      m_bytes_written += static_cast<std::size_t>(n);
+      counters.bytes_out.fetch_add(static_cast<std::size_t>(n), std::memory_order_relaxed);
+      frame.erase(0, static_cast<std::size_t>(n));
+    }
+  }
+  const std::uint64_t progress = m_bytes_written;
+  if (m_room_waiters > 0 || !has_room(frame.size())) {
+    // Behind those already waiting: whoever waits first is queued first. Leaving the line,
+    // queued or not, wakes the next one to look again.
+    struct InLine {
+      Connection& c;
+      explicit InLine(Connection& connection) : c(connection) { ++c.m_room_waiters; }
+      ~InLine() {
+        --c.m_room_waiters;
+        c.m_room.notify();
+      }
+    } in_line{*this};
+    do {
+      co_await m_room.wait();
+      if (m_write_failure) co_return Error::extension(*m_write_failure);
+      if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE));
+      auto cs = co_await asio::this_coro::cancellation_state;
+      if (cs.cancelled() != asio::cancellation_type::none) co_return cancelled_write(progress);
+    } while (!has_room(frame.size()));
   }
   auto ticket = std::make_shared<WriteTicket>(m_inbox->executor());
+  m_queued_bytes += frame.size();
   m_write_queue.push_back(QueuedFrame{std::move(frame), ticket});
   if (!m_writing) {
     m_writing = true;
-    asio::co_spawn(m_inbox->executor(), write_loop(shared_from_this()), asio::detached);
+    asio::co_spawn(m_inbox->executor(), write_loop(self), TaskEnd{self, Task::writer});
   }
   while (!ticket->done) {
     co_await ticket->written.wait();
     auto cs = co_await asio::this_coro::cancellation_state;
     if (!ticket->done && cs.cancelled() != asio::cancellation_type::none) {
-      co_return Error::extension("Write error: cancelled");  // the frame is still written whole
+      co_return cancelled_write(progress);  // the frame is still written whole
     }
   }
-  if (ticket->error) co_return Error::extension("Write error: " + io_error_text(ticket->error));
+  if (ticket->error) co_return Error::extension(*ticket->error);
   co_return Result<void>();
 }
 
-asio::awaitable<void> Connection::write_loop(std::shared_ptr<Connection> self) {
-  auto& counters = self->m_inbox->counters();
-  std::vector<asio::const_buffer> buffers;
-  while (!self->m_write_queue.empty()) {
-    std::deque<QueuedFrame> batch;
-    batch.swap(self->m_write_queue);
-    buffers.clear();
-    std::size_t bytes = 0;
-    for (auto& f : batch) {
-      buffers.push_back(asio::buffer(f.bytes));
-      bytes += f.bytes.size();
-    }
-    auto [ec, n] = co_await asio::async_write(self->m_child->stdin_pipe(), buffers, asio::as_tuple(asio::use_awaitable));
-    if (!ec) {
-      counters.frames_out.fetch_add(batch.size(), std::memory_order_relaxed);
-      counters.bytes_out.fetch_add(bytes, std::memory_order_relaxed);
-    }
-    for (auto& f : batch) {
-      f.ticket->error = ec;
-      f.ticket->done = true;
-      f.ticket->written.notify();
-    }
-    if (ec) {
-      self->m_write_failure = ec;
-      for (auto& f : self->m_write_queue) {
-        f.ticket->error = ec;
-        f.ticket->done = true;
-        f.ticket->written.notify();
-      }
-      self->m_write_queue.clear();
+Error Connection::cancelled_write(std::uint64_t progress) {
+  // The caller gave up (a call at its deadline) and the child has taken nothing of the
+  // host's input since it began: it no longer reads, and whatever waits behind would wait
+  // for its own deadline too.
+  if (m_bytes_written == progress && !m_stopped && !m_write_failure) {
+    const std::size_t unwritten = m_queued_bytes - m_front_written;
+    const std::string reason = "Extension '" + m_inbox->extension_id() + "' stopped reading its input: " +
+                               std::to_string(unwritten) + " bytes queued, none read before a call's deadline";
+    util::log().warn("{}", reason);
+    fail_transport(reason);
+  }
+  return Error::extension("Write error: cancelled");
+}
+
+void Connection::fail_transport(const std::string& reason) {
+  if (m_stopped) return;
+  if (!m_write_failure) m_write_failure = reason;
+  end_transport(reason);
+  stop();
+}
+
+void Connection::consume_written(std::size_t n) {
+  auto& counters = m_inbox->counters();
+  m_bytes_written += n;
+  counters.bytes_out.fetch_add(n, std::memory_order_relaxed);
+  bool freed = false;
+  while (n > 0 && !m_write_queue.empty()) {
+    auto& front = m_write_queue.front();
+    const std::size_t rest = front.bytes.size() - m_front_written;
+    if (n < rest) {
+      m_front_written += n;
       break;
     }
+    n -= rest;
+    m_front_written = 0;
+    m_queued_bytes -= front.bytes.size();
+    front.ticket->done = true;
+    front.ticket->written.notify();
+    counters.frames_out.fetch_add(1, std::memory_order_relaxed);
+    m_write_queue.pop_front();
+    freed = true;
   }
+  if (freed) m_room.notify();
+}
+
+void Connection::fail_queue() {
+  const std::string error = m_write_failure ? *m_write_failure : "Write error: " + util::os_error_text(EPIPE);
+  for (auto& f : m_write_queue) {
+    f.ticket->error = error;
+    f.ticket->done = true;
+    f.ticket->written.notify();
+  }
+  m_write_queue.clear();
+  m_front_written = 0;
+  m_queued_bytes = 0;
+  m_room.notify();
+}
+
+asio::awaitable<void> Connection::write_loop(std::shared_ptr<Connection> self) {
+  std::vector<asio::const_buffer> buffers;
+  while (!self->m_write_queue.empty() && !self->m_stopped && !self->m_write_failure) {
+    buffers.clear();
+    for (const auto& f : self->m_write_queue) {
+      const std::size_t skip = buffers.empty() ? self->m_front_written : 0;
+      buffers.push_back(asio::buffer(f.bytes.data() + skip, f.bytes.size() - skip));
+      if (buffers.size() == k_max_gathered_frames) break;
+    }
+    auto [ec, n] = co_await self->m_child->stdin_pipe().async_write_some(buffers, asio::as_tuple(asio::use_awaitable));
+    self->consume_written(n);
+    if (ec && !self->m_write_failure) self->m_write_failure = "Write error: " + io_error_text(ec);
+  }
+  if (!self->m_write_queue.empty()) self->fail_queue();  // the writer failed, or was stopped
   self->m_writing = false;
 }
 
@@ -307,7 +406,9 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
     if (cs.cancelled() != asio::cancellation_type::none) {
       m_inbox->remove_pending(id);  // a late reply is now an unknown id: dropped and counted
       // This coroutine is being cancelled and may not wait again: the notice goes on its own.
-      if (m_inbox->cancellation()) asio::co_spawn(m_inbox->executor(), send_cancel(self, id), asio::detached);
+      if (m_inbox->cancellation()) {
+        asio::co_spawn(m_inbox->executor(), send_cancel(self, id), TaskEnd{self, Task::cancel_notice});
+      }
       co_return Error::extension("request cancelled");
     }
   }

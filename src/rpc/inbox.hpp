@@ -15,6 +15,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -175,6 +176,13 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   std::size_t inbound_in_flight() const { return m_inbound_in_flight; }
   std::shared_ptr<Connection> current_connection() const { return m_current_connection.lock(); }
 
+  // --- fault injection ---------------------------------------------------------------
+  // Runs on the reader with each message before it is dispatched, so a test can make the
+  // reader fail. Unset outside tests.
+  using ReaderHook = std::function<void(const boost::json::value&)>;
+  void set_reader_hook(ReaderHook hook) { m_reader_hook = std::move(hook); }
+  const ReaderHook& reader_hook() const { return m_reader_hook; }
+
  private:
   boost::asio::any_io_executor m_executor;
   std::string m_extension_id;
@@ -196,6 +204,7 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   Event m_inbound_slot_freed{m_executor};
   std::shared_ptr<InboundHandler> m_inbound;
   std::weak_ptr<Connection> m_current_connection;
+  ReaderHook m_reader_hook;
 };
 
 }  // namespace exthost::rpc

@@ -112,7 +112,7 @@ TEST_F(ManagerTest, RegisteringToolsRequiresToolsRegisterAndTheChildDoesNotLeak)
   auto info = host.load(dir);
   ASSERT_FALSE(info);
   EXPECT_EQ(info.error().message, "Extension 'no-register' registered tools but lacks permission 'tools.register'");
-  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+  EXPECT_TRUE(exthost::testing::no_zombies_within());
   EXPECT_TRUE(host.list().empty());
 }
 
@@ -301,7 +301,7 @@ TEST_F(ManagerTest, AProviderRequiringConfigNobodySuppliesFailsTheLoadAndStopsTh
   ASSERT_FALSE(info);
   EXPECT_EQ(info.error().message, "Extension 'prov' provider 'mock' missing required provider config 'api_key'");
   EXPECT_TRUE(host.list().empty());
-  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+  EXPECT_TRUE(exthost::testing::no_zombies_within());
   write_fake_plugin(root.path(), "prov", {"provider", "1", "needs-config"},
                     R"({"permissions":["tools.register","providers.register"],"config":[{"key":"api_key","secret_env":"PROV_KEY"}]})");
   env["PROV_KEY"] = "k-123456789";

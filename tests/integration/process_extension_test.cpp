@@ -341,7 +341,7 @@ TEST_F(ProcessExtensionTest, AMissingBinaryFailsToSpawnWithTheOsError) {
   ASSERT_TRUE(r);
   ASSERT_FALSE(r->ok());
   EXPECT_EQ(r->error().message, "Failed to spawn extension 'ghost': No such file or directory (os error 2)");
-  EXPECT_EQ(exthost::testing::zombie_children(), 0);
+  EXPECT_TRUE(exthost::testing::no_zombies_within());
 }
 
 TEST_F(ProcessExtensionTest, ATimedOutCallIsAbandonedAndTheNextCallWorks) {

@@ -2,6 +2,7 @@
 // and input of another process.
 #pragma once
 
+#include <chrono>
 #include <vector>
 
 #include <dirent.h>
@@ -57,6 +58,17 @@ inline int zombie_children() {
     ::closedir(d);
   }
   return n;
+}
+
+// Whether this process has no zombie child, waiting up to `bound` for collections that run
+// on another thread (the janitor collects a child destroyed before its exit was seen).
+inline bool no_zombies_within(std::chrono::milliseconds bound = std::chrono::milliseconds(3000)) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    if (zombie_children() == 0) return true;
+    if (std::chrono::steady_clock::now() > until) return false;
+    ::usleep(10'000);
+  }
 }
 
 // Live (not zombie) children of this process, by pid.
