@@ -176,6 +176,10 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
     refused = Error::usage(ext_name + " was stopped while loading: the host is shutting down");
   } else if (!init) {
     refused = init.error();
+    // The handshake's own failure ("transport closed: EOF") names neither side.
+    if (refused->message.find("'" + id + "'") == std::string::npos) {
+      refused->message = ext_name + " initialize failed: " + refused->message;
+    }
     if (spec_limits.any()) {
       if (auto ended = ext->exit_description(); !ended.empty()) refused->message += "; extension '" + id + "' " + ended;
     }
@@ -506,14 +510,18 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
     if (!manifest) continue;  // skipped silently
     Result<ExtensionInfo> loaded = Error::internal("not loaded");
     std::optional<std::string> setup;  // for the missing-binary hint
+    std::string id;
     if (!*manifest) {
       loaded = std::move(*manifest).error();
     } else if (!(*manifest)->has_value()) {
       continue;  // a plugin without an extension block is not an extension
     } else {
       setup = (**manifest)->setup;
+      id = (**manifest)->id;
       loaded = co_await load_manifest(std::move(***manifest));
     }
+    // Loaded meanwhile by an explicit load of the same plugin: it runs, it did not fail.
+    if (!loaded && !id.empty() && find(id)) loaded = *info(id);
     if (m_shutdowns != shutdowns) break;  // stopped while loading: not the plugin's failure
     if (loaded) {
       report.loaded.push_back(name);

@@ -44,8 +44,9 @@ std::string error_frame(std::string_view raw_id, int code, std::string_view mess
   const std::string text = boost::json::serialize(boost::json::string_view(util::utf8_prefix(message, k_max_error_message)));
   const std::string code_text = std::to_string(code);
   const std::string data_text = data ? R"(,"data":)" + boost::json::serialize(*data) : std::string();
-  // The id, then the data (which may echo a client's text) give way until the frame fits.
-  const std::string_view attempts[][2] = {{raw_id, data_text}, {k_null_id, data_text}, {k_null_id, {}}};
+  // The data (which may echo a client's text) gives way first, then the id, until the frame
+  // fits: a reply the client can match to its request is worth more than its data.
+  const std::string_view attempts[][2] = {{raw_id, data_text}, {raw_id, {}}, {k_null_id, {}}};
   std::size_t size = 0;
   for (const auto& [id, extra] : attempts) {
     auto frame = frame_of({R"({"jsonrpc":"2.0","id":)", id, R"(,"error":{"code":)", code_text, R"(,"message":)", text,

@@ -289,8 +289,11 @@ class Server {
         }
       }
       const bool read_input = input_open && input.empty() && may_start();
+      // Held back (the client reads nothing), the input is still watched for its end: a
+      // client that closes its side of the pipe is gone, and the server stops, whatever it
+      // had not read yet (POLLHUP comes with no event asked for).
       pollfd fds[3] = {{m_wakeup.fd(), POLLIN, 0}, {m_stop_watched ? m_options.stop_fd : -1, POLLIN, 0},
-                       {read_input ? m_options.input_fd : -1, POLLIN, 0}};
+                       {input_open ? m_options.input_fd : -1, static_cast<short>(read_input ? POLLIN : 0), 0}};
       if (::poll(fds, 3, -1) < 0) {
         if (errno == EINTR) continue;
         util::log().error("serve: waiting for input failed: {}", util::os_error_text(errno));
@@ -298,6 +301,13 @@ class Server {
       }
       if (fds[0].revents != 0) m_wakeup.drain();
       if (fds[1].revents != 0 && read_stop_bytes()) return 0;
+      if (fds[2].revents != 0 && !read_input) {
+        if ((fds[2].revents & (POLLHUP | POLLERR)) != 0) {
+          util::log().warn("serve: the client closed its input while its replies were unread; stopping");
+          return 0;
+        }
+        continue;
+      }
       if (fds[2].revents != 0) {
         input.resize(k_input_chunk);
         const ssize_t n = ::read(m_options.input_fd, input.data(), input.size());

@@ -147,6 +147,17 @@ TEST_F(HostTest, AHostConfigFileThatIsAFifoLoadsNothingAndNeverFreezesTheHost) {
   EXPECT_NE(r.failed.front().reason.find("FIFO"), std::string::npos) << r.failed.front().reason;
 }
 
+// A child that ends during the handshake used to fail the load with a bare
+// "transport closed: EOF", naming neither the extension nor the method.
+TEST_F(HostTest, AHandshakeFailureNamesTheExtensionAndTheMethod) {
+  manifest("exit-in-init");
+  exthost::Host host;
+  auto r = host.load(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("Extension 'fake-plugin' initialize failed: transport closed", 0), 0u)
+      << r.error().message;
+}
+
 TEST_F(HostTest, ReportsLoadFailuresWithTheirKind) {
   exthost::Host host;
   auto missing = host.load(dir);

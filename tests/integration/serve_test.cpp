@@ -243,6 +243,30 @@ TEST_F(ServeTest, PipelinedLoadsOfOnePluginStartOneExtension) {
   EXPECT_EQ(client.wait_exit(), 0);
 }
 
+// A client that stopped reading and then closed its input used to leave the server (and
+// its extensions) running forever: held back by the full output, it never read the end.
+TEST_F(ServeTest, AClientThatStopsReadingThenClosesItsInputEndsTheServer) {
+  const auto big = write_fake_plugin(root.path(), "big", {"sized"});
+  ServeClient client(root.path() / "home");
+  ASSERT_TRUE(client.call("host.load", json::object{{"path", big.string()}}).contains("result"));
+  for (int i = 0; i < 6; ++i) client.send_request("tool.call", json::object{{"tool", "big:echo"}, {"input", {{"bytes", 3'000'000}}}});
+  ::usleep(2'000'000);  // the replies fill the output, the server holds its input back
+  client.close_input();
+  EXPECT_EQ(client.wait_exit(std::chrono::seconds(15)), 0);
+}
+
+// An error reply too big for the frame cap keeps the request's id and drops its data (which
+// echoes the client's text), so the client can still match it.
+TEST_F(ServeTest, AnOversizedErrorKeepsTheIdAndDropsTheData) {
+  ServeClient client(root.path() / "home");
+  const std::string name(4'150'000, 't');
+  auto r = client.call("tool.call", json::object{{"tool", name}});
+  ASSERT_TRUE(r.contains("error")) << json::serialize(r).substr(0, 200);
+  EXPECT_FALSE(r.at("error").as_object().contains("data"));
+  EXPECT_EQ(client.call("host.shutdown", json::object{}).at("result").at("ok"), true);
+  EXPECT_EQ(client.wait_exit(), 0);
+}
+
 TEST_F(ServeTest, ATestClientLoadsTwoExtensionsCallsHooksCommandsHealthStatsUnloadsAndShutsDown) {
   const auto tools = write_fake_plugin(root.path(), "tools", {"commands"});
   const auto guard = write_fake_plugin(root.path(), "guard", {"hook", R"({"action":"block","reason":"rm -rf is not allowed"})"},
