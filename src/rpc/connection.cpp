@@ -386,7 +386,7 @@ asio::awaitable<void> Connection::write_loop(std::shared_ptr<Connection> self) {
   self->m_writing = false;
 }
 
-asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view method, const boost::json::value& params,
+asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view method, boost::json::value params,
                                                              std::uint64_t id) {
   auto self = shared_from_this();
   auto registered = m_inbox->register_pending(id);

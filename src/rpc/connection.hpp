@@ -62,7 +62,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // waits for the reply. Cancellation: the pending entry is removed, a late reply is
   // dropped and counted, and an extension that declared the cancellation capability is
   // sent "$/cancelRequest" {"id": id}; the child is not otherwise touched.
-  boost::asio::awaitable<Result<boost::json::value>> call(std::string_view method, const boost::json::value& params,
+  boost::asio::awaitable<Result<boost::json::value>> call(std::string_view method, boost::json::value params,
                                                           std::uint64_t id);
 
   // Sends a notification (no reply expected).

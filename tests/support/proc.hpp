@@ -88,9 +88,10 @@ inline std::vector<int> live_children() {
 }
 
 // Whether host-memory bounds can be measured in this build: AddressSanitizer keeps freed
-// memory in quarantine on purpose, so RSS under it says nothing about what is retained.
+// memory in quarantine on purpose and ThreadSanitizer maps shadow memory for every page
+// touched, so RSS under either says nothing about what is retained.
 // The optimised build asserts every memory bound; the sanitizer build checks for errors.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 inline constexpr bool k_memory_is_measurable = false;
 #else
 inline constexpr bool k_memory_is_measurable = true;
