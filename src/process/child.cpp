@@ -19,6 +19,7 @@
 #include "process/environment.hpp"
 #include "process/janitor.hpp"
 #include "process/launcher.hpp"
+#include "util/exception_text.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 
@@ -30,16 +31,6 @@ namespace {
 
 Error spawn_error(const std::string& id, int err) {
   return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
-}
-
-std::string exception_text(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception of unknown type";
-  }
 }
 
 }  // namespace
@@ -170,7 +161,7 @@ void Child::run_exit_callback(const std::function<void()>& fn) const {
     fn();
   } catch (...) {
     util::log().error("extension '{}': an exit callback failed: {}", m_extension_id,
-                      exception_text(std::current_exception()));
+                      util::exception_text(std::current_exception()));
   }
 }
 
@@ -180,7 +171,7 @@ void Child::TaskEnd::operator()(std::exception_ptr error) const {
   if (!self) return;  // destroyed meanwhile: ~Child killed it and left it to the janitor
   const char* name = task == Task::reaper ? "reaper" : "stderr reader";
   util::log().error("internal error in the {} of extension '{}': {}", name, self->m_extension_id,
-                    exception_text(error));
+                    util::exception_text(error));
   if (task == Task::stderr_reader) {
     // Nobody reads the pipe any more: the child gets EPIPE rather than blocking on it.
     boost::system::error_code ignored;

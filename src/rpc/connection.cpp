@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <vector>
 
+#include "util/exception_text.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wire/frame_parser.hpp"
@@ -35,16 +36,6 @@ constexpr std::size_t k_max_gathered_frames = 64;
 std::string io_error_text(const boost::system::error_code& ec) {
   if (ec.category() == boost::system::system_category()) return util::os_error_text(ec.value());
   return ec.message();
-}
-
-std::string exception_text(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception of unknown type";
-  }
 }
 
 }  // namespace
@@ -109,7 +100,7 @@ void Connection::TaskEnd::operator()(std::exception_ptr error) const {
   if (!self) return;  // nothing left to end
   static constexpr const char* names[] = {"reader", "writer", "inbound request task", "cancellation notice"};
   const std::string reason = "internal error in the " + std::string(names[static_cast<int>(task)]) + " of extension '" +
-                             self->m_inbox->extension_id() + "': " + exception_text(error);
+                             self->m_inbox->extension_id() + "': " + util::exception_text(error);
   util::log().error("{}", reason);
   if (task == Task::reader) self->m_reader_running = false;
   if (task == Task::writer) self->m_writing = false;

@@ -387,6 +387,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   if (!ready) co_return std::move(ready).error();
   // A copy: the instance stays valid for this exchange whatever happens meanwhile.
   auto instance = m_current;
+  if (!instance) co_return Error::extension("Extension '" + m_spec.id + "' process is not running");
   const std::uint64_t epoch = instance->epoch;
   *sent = epoch;
   auto first = co_await instance->connection->call(method, params, next_id());
@@ -420,6 +421,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   auto restarted = co_await ensure_running();
   if (!restarted) co_return std::move(restarted).error();
   auto retry_instance = m_current;
+  if (!retry_instance) co_return Error::extension("Extension '" + m_spec.id + "' process is not running");
   const std::uint64_t retry_epoch = retry_instance->epoch;
   *sent = retry_epoch;
   auto retry = co_await retry_instance->connection->call(method, params, next_id());
