@@ -120,17 +120,28 @@ struct Host::Impl {
   template <class V>
   AsResultT<V> run(const char* op, asio::awaitable<V> coro) {
     if (on_io_thread()) return Error::internal(called_on_io_thread(op));
-    try {
-      auto future = asio::co_spawn(io, std::move(coro), asio::use_future);
-      if constexpr (std::is_void_v<V>) {
-        future.get();
-        return {};
-      } else {
-        return as_result(future.get());
-      }
-    } catch (...) {
-      return Error::internal(std::string(op) + ": " + util::exception_text(std::current_exception()));
+    // The exception is turned into text on the I/O thread: no exception object (nor its
+    // reference count) ever crosses to the caller's thread.
+    auto promise = std::make_shared<std::promise<AsResultT<V>>>();
+    auto future = promise->get_future();
+    if constexpr (std::is_void_v<V>) {
+      asio::co_spawn(io, std::move(coro), [op, promise](std::exception_ptr e) {
+        if (e) {
+          promise->set_value(Error::internal(std::string(op) + ": " + util::exception_text(e)));
+        } else {
+          promise->set_value(AsResultT<V>());
+        }
+      });
+    } else {
+      asio::co_spawn(io, std::move(coro), [op, promise](std::exception_ptr e, V v) {
+        if (e) {
+          promise->set_value(Error::internal(std::string(op) + ": " + util::exception_text(e)));
+        } else {
+          promise->set_value(as_result(std::move(v)));
+        }
+      });
     }
+    return future.get();
   }
 
   // run(), handing each item the operation puts in `queue` to `deliver` on this thread, in
@@ -175,12 +186,17 @@ struct Host::Impl {
   // when already there. An exception becomes Error::internal("<op>: <what>").
   template <class F>
   auto read(const char* op, F f) -> Result<decltype(f())> {
-    try {
-      if (on_io_thread()) return f();
-      return asio::post(io, std::packaged_task<decltype(f())()>(std::move(f))).get();
-    } catch (...) {
-      return Error::internal(std::string(op) + ": " + util::exception_text(std::current_exception()));
-    }
+    using T = decltype(f());
+    // Caught where it is thrown: no exception object crosses threads.
+    auto guarded = [op, f = std::move(f)]() mutable -> Result<T> {
+      try {
+        return f();
+      } catch (...) {
+        return Error::internal(std::string(op) + ": " + util::exception_text(std::current_exception()));
+      }
+    };
+    if (on_io_thread()) return guarded();
+    return asio::post(io, std::packaged_task<Result<T>()>(std::move(guarded))).get();
   }
 };
 
