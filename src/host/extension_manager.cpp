@@ -128,11 +128,16 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   // instead of running a second process under the same id.
   if (find(id) || m_loading.count(id) != 0) co_return Error::usage(ext_name + " is already loaded");
   m_loading.emplace(id, nullptr);
+  // Its destructor also runs when the Host is destroyed with this load suspended, after the
+  // manager is gone: it then touches nothing.
   struct Reservation {
     ExtensionManager& manager;
+    std::weak_ptr<const bool> alive;
     std::string id;
-    ~Reservation() { manager.m_loading.erase(id); }
-  } reservation{*this, id};
+    ~Reservation() {
+      if (alive.lock()) manager.m_loading.erase(id);
+    }
+  } reservation{*this, m_alive, id};
   const std::uint64_t shutdowns = m_shutdowns;
   // Configuration first: a missing value must not cost a process (SPEC §6.11.1 step 1).
   // Resolving reads the config files: off the I/O thread.
@@ -452,11 +457,13 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
   m_discovering = true;
   struct Done {
     ExtensionManager& manager;
+    std::weak_ptr<const bool> alive;
     ~Done() {
+      if (!alive.lock()) return;  // the Host was destroyed with this discovery suspended
       manager.m_discovering = false;
       manager.m_discovery_done.notify();
     }
-  } done{*this};
+  } done{*this, m_alive};
   const std::uint64_t shutdowns = m_shutdowns;
   report_event(DiscoveryEvent{DiscoveryEvent::Kind::started, {}, std::nullopt, 0, 0});
   DiscoveryReport report;

@@ -124,6 +124,9 @@ class ExtensionManager {
   std::optional<DiscoveryReport> m_discovered;  // the first discovery, replayed
   bool m_discovering = false;                   // a discovery is under way
   rpc::Event m_discovery_done;                  // it ended
+  // Expires with the manager: a coroutine frame destroyed later (the Host's I/O context
+  // outlives the manager) checks it before touching anything here.
+  std::shared_ptr<const bool> m_alive = std::make_shared<const bool>(true);
   // Ids taken by loads under way (the extension once spawned), before their first
   // suspension: a second load of the same id is refused. I/O thread only.
   std::map<std::string, std::shared_ptr<runtime::ProcessExtension>> m_loading;

@@ -158,6 +158,31 @@ TEST_F(HostTest, AHandshakeFailureNamesTheExtensionAndTheMethod) {
       << r.error().message;
 }
 
+// A Host destroyed while a load waits for its configuration on the worker pool: the load's
+// frame is destroyed with the I/O context, after the manager, and must touch nothing of it
+// (AddressSanitizer reported a use after free).
+TEST_F(HostTest, DestroyingTheHostWhileALoadWaitsOnTheWorkersTouchesNothingFreed) {
+  std::ofstream(dir / ".synaps-plugin/plugin.json")
+      << R"({"extension":{"protocol_version":1,"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION
+      << R"(","args":["echo"],"permissions":["tools.register"],"config":[{"key":"endpoint"}]}})";
+  std::atomic<bool> resolving{false};
+  {
+    exthost::HostOptions options;
+    options.env = [&](const std::string& name) -> std::optional<std::string> {
+      if (name.rfind("EXTHOST_EXTENSION_", 0) == 0) {
+        resolving = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+      return std::nullopt;
+    };
+    exthost::Host host(options);
+    host.load(dir, [](exthost::Result<exthost::ExtensionInfo>) {});
+    for (int i = 0; i < 500 && !resolving; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_TRUE(resolving.load());
+  }  // destroyed with the load suspended
+  EXPECT_TRUE(exthost::testing::live_children().empty());
+}
+
 TEST_F(HostTest, ReportsLoadFailuresWithTheirKind) {
   exthost::Host host;
   auto missing = host.load(dir);
