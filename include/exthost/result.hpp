@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cassert>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -21,9 +23,74 @@ enum class ErrorKind {
   internal,   // a bug or an environment failure inside the host
 };
 
+// Why an operation failed, finer than its kind. Decisions (restart or not, retry or not,
+// the hint shown) switch on this, never on the message's wording.
+enum class ErrorCause {
+  unspecified,        // not classified beyond its kind
+  invalid_request,    // the caller asked for something malformed
+  not_found,          // no such extension, tool, command or provider
+  manifest,           // a manifest or configuration problem
+  spawn_failed,       // the child could not be started
+  application,        // the extension answered with a JSON-RPC error: see code and data_json
+  transport,          // the child's pipes ended or failed (it exited, was killed, wrote garbage)
+  protocol,           // the extension answered, but not in the shape the method needs
+  timeout,            // a deadline passed first
+  cancelled,          // the caller cancelled the operation
+  stopped,            // the host stopped the extension (unload, reload, shutdown)
+  not_running,        // no child serves, and this path never starts one
+  restart_exhausted,  // the restart budget is spent
+  blocked,            // a hook blocked the call
+  output_limit,       // an answer or its output went past a limit
+  internal,           // a bug or an environment failure inside the host
+};
+
+// The cause's stable name ("application", "timeout", …), as serve reports it.
+inline const char* cause_name(ErrorCause c) {
+  switch (c) {
+    case ErrorCause::unspecified: return "unspecified";
+    case ErrorCause::invalid_request: return "invalid_request";
+    case ErrorCause::not_found: return "not_found";
+    case ErrorCause::manifest: return "manifest";
+    case ErrorCause::spawn_failed: return "spawn_failed";
+    case ErrorCause::application: return "application";
+    case ErrorCause::transport: return "transport";
+    case ErrorCause::protocol: return "protocol";
+    case ErrorCause::timeout: return "timeout";
+    case ErrorCause::cancelled: return "cancelled";
+    case ErrorCause::stopped: return "stopped";
+    case ErrorCause::not_running: return "not_running";
+    case ErrorCause::restart_exhausted: return "restart_exhausted";
+    case ErrorCause::blocked: return "blocked";
+    case ErrorCause::output_limit: return "output_limit";
+    case ErrorCause::internal: return "internal";
+  }
+  return "unspecified";
+}
+
 struct Error {
+  Error() = default;
+  Error(ErrorKind k, std::string m, ErrorCause c = ErrorCause::unspecified)
+      : kind(k), message(std::move(m)), cause(c) {}
+
   ErrorKind kind = ErrorKind::internal;
   std::string message;
+  ErrorCause cause = ErrorCause::unspecified;
+  // The extension that answered or failed, when one did (for a blocked call: the one whose
+  // hook blocked it). Empty when none is concerned (an unknown tool).
+  std::string extension_id;
+  // cause == application: the extension's own JSON-RPC error code, and its `data` as JSON
+  // text when it sent one.
+  std::optional<std::int64_t> code;
+  std::optional<std::string> data_json;
+
+  Error because(ErrorCause c) && {
+    cause = c;
+    return std::move(*this);
+  }
+  Error from(std::string id) && {
+    if (extension_id.empty()) extension_id = std::move(id);
+    return std::move(*this);
+  }
 
   static Error usage(std::string m) { return {ErrorKind::usage, std::move(m)}; }
   static Error manifest(std::string m) { return {ErrorKind::manifest, std::move(m)}; }

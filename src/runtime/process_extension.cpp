@@ -357,7 +357,7 @@ struct OutcomeGuard {
     done = true;
     if (r) {
       outcomes.ok.fetch_add(1, std::memory_order_relaxed);
-    } else if (wire::is_application_error(r.error().message)) {
+    } else if (wire::is_application_error(r.error())) {
       outcomes.application_error.fetch_add(1, std::memory_order_relaxed);
     } else {
       outcomes.transport_error.fetch_add(1, std::memory_order_relaxed);
@@ -394,7 +394,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   // Abandoned (its deadline, or the caller's cancellation): the failure says nothing about
   // the child, and this coroutine must not act on it.
   if (co_await cancelled()) co_return first;
-  if (first || wire::is_application_error(first.error().message)) {
+  if (first || wire::is_application_error(first.error())) {
     // It answered: a live transport, and the restart budget is whole again.
     perform(m_machine.handle({LifeInput::Kind::call_answered, epoch}));
     co_return first;
@@ -431,7 +431,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
     co_return retry;
   }
   *sent = 0;
-  if (!wire::is_application_error(retry.error().message)) {
+  if (!wire::is_application_error(retry.error())) {
     perform(m_machine.handle({LifeInput::Kind::transport_ended, retry_epoch}));
   }
   co_return Error{retry.error().kind, first_error + "; retry after restart failed: " + retry.error().message};

@@ -1,12 +1,14 @@
 #include "wire/message.hpp"
 
 #include <boost/json/object.hpp>
+#include <limits>
+#include <optional>
+
+#include "wire/json.hpp"
 
 namespace exthost::wire {
 
-bool is_application_error(std::string_view message) {
-  return message.substr(0, k_application_error_prefix.size()) == k_application_error_prefix;
-}
+bool is_application_error(const Error& error) { return error.cause == ErrorCause::application; }
 
 Message classify(boost::json::value frame) {
   auto* obj = frame.if_object();
@@ -49,12 +51,23 @@ Message classify(boost::json::value frame) {
     boost::json::value* err = obj->if_contains("error");
     if (err != nullptr && !err->is_null()) {  // "error": null counts as absent (A9, §9 Q19)
       std::string message = "unknown extension error";
+      std::optional<std::int64_t> code;
+      std::optional<std::string> data;
       if (auto* eo = err->if_object()) {
         if (auto* m = eo->if_contains("message"); m != nullptr && m->is_string()) {
           message = std::string(m->get_string());
         }
+        if (auto* c = eo->if_contains("code"); c != nullptr && c->is_int64()) code = c->get_int64();
+        if (auto* c = eo->if_contains("code"); c != nullptr && c->is_uint64() &&
+                                               c->get_uint64() <= std::numeric_limits<std::int64_t>::max()) {
+          code = static_cast<std::int64_t>(c->get_uint64());
+        }
+        if (auto* d = eo->if_contains("data"); d != nullptr) data = to_json(*d);
       }
-      resp.outcome = Error::extension(std::string(k_application_error_prefix) + message);
+      Error e = Error::extension(std::string(k_application_error_prefix) + message).because(ErrorCause::application);
+      e.code = code;
+      e.data_json = std::move(data);
+      resp.outcome = std::move(e);
     } else if (boost::json::value* r = obj->if_contains("result")) {
       resp.outcome = std::move(*r);
     } else {

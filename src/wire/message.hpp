@@ -20,8 +20,8 @@ namespace exthost::wire {
 inline constexpr std::string_view k_application_error_prefix = "Extension error: ";
 
 // Whether a call error is an application error (the extension answered) rather than a
-// transport failure.
-bool is_application_error(std::string_view message);
+// transport failure: its cause says so, whatever its text.
+bool is_application_error(const Error& error);
 
 struct Response {
   std::uint64_t id = 0;

@@ -30,9 +30,23 @@ TEST(Classify, ErrorMemberBecomesAnApplicationErrorAndWinsOverResult) {
   const auto& r = std::get<Response>(m);
   ASSERT_FALSE(r.outcome.ok());
   EXPECT_EQ(r.outcome.error().message, "Extension error: unknown method");
-  EXPECT_TRUE(is_application_error(r.outcome.error().message));
+  EXPECT_TRUE(is_application_error(r.outcome.error()));
+  EXPECT_EQ(r.outcome.error().code, -32601);
+  EXPECT_FALSE(r.outcome.error().data_json);
   auto no_message = classify_text(R"({"id":3,"error":{"code":1}})");
   EXPECT_EQ(std::get<Response>(no_message).outcome.error().message, "Extension error: unknown extension error");
+}
+
+TEST(Classify, AnErrorKeepsTheExtensionsCodeAndData) {
+  auto m = classify_text(R"({"id":4,"error":{"code":-32050,"message":"quota","data":{"retry_after":3}}})");
+  const auto& e = std::get<Response>(m).outcome.error();
+  EXPECT_EQ(e.cause, ErrorCause::application);
+  EXPECT_EQ(e.code, -32050);
+  EXPECT_EQ(e.data_json, std::optional<std::string>(R"({"retry_after":3})"));
+  // A code that is not an integer is not kept; the error still is one.
+  auto odd = classify_text(R"({"id":4,"error":{"code":"x","message":"m"}})");
+  EXPECT_EQ(std::get<Response>(odd).outcome.error().cause, ErrorCause::application);
+  EXPECT_FALSE(std::get<Response>(odd).outcome.error().code);
 }
 
 TEST(Classify, NullErrorCountsAsAbsent) {
