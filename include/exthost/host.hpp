@@ -19,6 +19,14 @@
 // Error::internal("Host::<method>: <what>"); methods without a Result log it and return an
 // empty value. An exception from your callback is logged, and the next one runs.
 //
+// Cancellation. The methods that talk to an extension take an optional std::stop_token:
+// requesting its stop (from any thread) ends the operation promptly with
+// ErrorKind::cancelled ("<what> was cancelled"). The request in flight is abandoned as at
+// its deadline: an extension that declared the `cancellation` capability receives
+// "$/cancelRequest" for it, its late answer is dropped, and nothing counts it against the
+// extension (no restart, no unresponsive). Loading, unloading and discovery are bounded by
+// their own deadlines and take no token.
+//
 // JSON crosses this API as text, so no JSON library leaks into your build.
 #pragma once
 
@@ -28,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -193,6 +202,8 @@ struct CommandOutput {
   OutputCounters counters;
   std::optional<std::string> limit_notice;  // set when output was cut or dropped
   bool limit_notice_is_error = false;       // some dropped events were errors
+  // The caller cancelled the command: the output is what came before, result_json is empty.
+  bool cancelled = false;
 };
 
 // Which tools a provider may run through complete_with_tools(), and how. Both receive the
@@ -244,45 +255,51 @@ class Host {
   // through the before_tool_call and after_tool_call hooks of every loaded extension.
   // Returns the tool's result (or a hook's replacement) as compact JSON text.
   Result<std::string> call_tool(const std::string& id, const std::string& tool, const std::string& input_json,
-                                const ToolCallContext& context = {});
+                                const ToolCallContext& context = {}, std::stop_token stop = {});
   // The same by runtime name ("plugin:tool") or API name ("plugin_tool").
   Result<std::string> call_named_tool(const std::string& name, const std::string& input_json,
-                                      const ToolCallContext& context = {});
+                                      const ToolCallContext& context = {}, std::stop_token stop = {});
 
   // Sends one hook event (JSON text: {"kind": "before_tool_call", "tool_name": …}) to the
   // subscribed extensions in load order and returns the combined HookResult as JSON text
   // ({"action": "continue"}, {"action": "block", "reason": …}, …). on_session_end goes to
   // every subscriber at once.
-  Result<std::string> emit_hook(const std::string& event_json);
+  Result<std::string> emit_hook(const std::string& event_json, std::stop_token stop = {});
 
   // Runs slash command `command` with `args`; its output is collected under the invocation
-  // budget while the command runs.
+  // budget while the command runs. Cancelled, it returns the output collected so far with
+  // CommandOutput::cancelled set (and no result), not an error.
   Result<CommandOutput> invoke_command(const std::string& id, const std::string& command,
-                                       const std::vector<std::string>& args);
+                                       const std::vector<std::string>& args, std::stop_token stop = {});
   // The same, handing each retained event (JSON text, as in CommandOutput::events_json) to
   // `on_event` as soon as it is kept, for a live display.
   Result<CommandOutput> invoke_command(const std::string& id, const std::string& command,
-                                       const std::vector<std::string>& args, EventCallback on_event);
+                                       const std::vector<std::string>& args, EventCallback on_event,
+                                       std::stop_token stop = {});
 
   // One model turn through the extension's provider: provider.complete's params and result
   // as JSON text.
-  Result<std::string> complete(const std::string& id, const std::string& params_json);
+  Result<std::string> complete(const std::string& id, const std::string& params_json, std::stop_token stop = {});
   // A streamed turn: `on_event` gets each provider.stream.event ({"type": "text", …}) in
   // order; the result is the final aggregate.
-  Result<std::string> stream(const std::string& id, const std::string& params_json, EventCallback on_event);
+  Result<std::string> stream(const std::string& id, const std::string& params_json, EventCallback on_event,
+                             std::stop_token stop = {});
   // A turn in which the provider may ask for tools, up to `max_iterations` rounds.
   // `tools_requested`, when given, receives how many tools the provider asked for.
   Result<std::string> complete_with_tools(const std::string& id, const std::string& params_json, ProviderTools tools = {},
-                                          std::size_t max_iterations = 8, std::uint32_t* tools_requested = nullptr);
+                                          std::size_t max_iterations = 8, std::uint32_t* tools_requested = nullptr,
+                                          std::stop_token stop = {});
 
   // info.get, the settings editor and sidecar arguments: results as JSON text.
-  Result<std::string> info(const std::string& id);
-  Result<std::string> settings_editor_open(const std::string& id, const std::string& category, const std::string& field);
+  Result<std::string> info(const std::string& id, std::stop_token stop = {});
+  Result<std::string> settings_editor_open(const std::string& id, const std::string& category, const std::string& field,
+                                           std::stop_token stop = {});
   Result<std::string> settings_editor_key(const std::string& id, const std::string& category, const std::string& field,
-                                          const std::string& key);
+                                          const std::string& key, std::stop_token stop = {});
   Result<std::string> settings_editor_commit(const std::string& id, const std::string& category,
-                                             const std::string& field, const std::string& value_json);
-  Result<std::string> sidecar_spawn_args(const std::string& id);
+                                             const std::string& field, const std::string& value_json,
+                                             std::stop_token stop = {});
+  Result<std::string> sidecar_spawn_args(const std::string& id, std::stop_token stop = {});
 
   // Every widget.* and settings.editor.* notification of `id`, validated and typed
   // ({"method": "widget.upsert", …}), until the extension is unloaded, across restarts of
@@ -295,15 +312,16 @@ class Host {
 
   // The same operations without waiting: each returns at once and calls `done` later, on
   // the Host's callback thread. An operation already started runs to its end even if
-  // `done` is dropped.
+  // `done` is dropped, unless its `stop` is requested.
   void load(const std::filesystem::path& plugin_dir, Completion<ExtensionInfo> done);
   void unload(const std::string& id, Completion<void> done);
   void call_named_tool(const std::string& name, const std::string& input_json, const ToolCallContext& context,
-                       Completion<std::string> done);
-  void emit_hook(const std::string& event_json, Completion<std::string> done);
+                       Completion<std::string> done, std::stop_token stop = {});
+  void emit_hook(const std::string& event_json, Completion<std::string> done, std::stop_token stop = {});
   void invoke_command(const std::string& id, const std::string& command, const std::vector<std::string>& args,
-                      Completion<CommandOutput> done);
-  void complete(const std::string& id, const std::string& params_json, Completion<std::string> done);
+                      Completion<CommandOutput> done, std::stop_token stop = {});
+  void complete(const std::string& id, const std::string& params_json, Completion<std::string> done,
+                std::stop_token stop = {});
 
   // Stops every extension in parallel, within one overall bound (then kills what is left).
   // Extensions still loading are stopped too: their load() fails at once rather than at

@@ -21,6 +21,7 @@ enum class ErrorKind {
   extension,  // the extension failed: spawn, transport, protocol or application error
   timeout,    // a deadline passed before the extension answered
   internal,   // a bug or an environment failure inside the host
+  cancelled,  // the caller cancelled the operation (a std::stop_token, Asio cancellation)
 };
 
 // Why an operation failed, finer than its kind. Decisions (restart or not, retry or not,
@@ -97,6 +98,7 @@ struct Error {
   static Error extension(std::string m) { return {ErrorKind::extension, std::move(m)}; }
   static Error timeout(std::string m) { return {ErrorKind::timeout, std::move(m)}; }
   static Error internal(std::string m) { return {ErrorKind::internal, std::move(m)}; }
+  static Error cancelled(std::string m) { return {ErrorKind::cancelled, std::move(m), ErrorCause::cancelled}; }
 };
 
 // A value or an Error. Deliberately small: construct from either, test, take.

@@ -23,6 +23,7 @@
 #include "host/handoff_queue.hpp"
 #include "host/home.hpp"
 #include "host/run_loop.hpp"
+#include "host/stop_watch.hpp"
 #include "host/ui_watcher.hpp"
 #include "runtime/invoke_collected.hpp"
 #include "runtime/process_extension.hpp"
@@ -233,7 +234,8 @@ using TextQueue = host::HandoffQueue<std::string>;
 // `live`, when given, receives each retained event as it is kept; the collector waits
 // while it is full, so a caller behind on its events holds the extension back.
 asio::awaitable<Result<CommandOutput>> invoke_on_io(std::shared_ptr<runtime::ProcessExtension> ext, std::string command,
-                                                    std::vector<std::string> args, std::shared_ptr<TextQueue> live) {
+                                                    std::vector<std::string> args, std::shared_ptr<TextQueue> live,
+                                                    std::stop_token stop) {
   runtime::RetainedEventObserver observer;
   runtime::CollectorPacer pacer;
   if (live) {
@@ -242,12 +244,22 @@ asio::awaitable<Result<CommandOutput>> invoke_on_io(std::shared_ptr<runtime::Pro
     observer = [live](const runtime::InvokeCommandEvent& e) { live->push_now(event_text(e)); };
     pacer = [live]() { return live->wait_room(); };
   }
+  std::optional<host::StopWatch> watch;
+  runtime::CancelWait cancelled;
+  if (stop.stop_possible()) {
+    watch.emplace(co_await asio::this_coro::executor, stop);
+    cancelled = [&watch]() { return watch->stopped(); };
+  }
   auto collected = co_await runtime::invoke_command_collected(*ext, std::move(command), std::move(args),
                                                              runtime::fresh_request_id(), {}, std::move(observer),
-                                                             std::move(pacer));
-  if (!collected.result) co_return std::move(collected.result).error();
+                                                             std::move(pacer), std::move(cancelled));
   CommandOutput out;
-  out.result_json = json_text(collected.result.value());
+  if (!collected.result) {
+    if (collected.result.error().cause != ErrorCause::cancelled) co_return std::move(collected.result).error();
+    out.cancelled = true;  // what came before the cancellation is the answer
+  } else {
+    out.result_json = json_text(collected.result.value());
+  }
   for (const auto& e : collected.report.events) out.events_json.push_back(event_text(e));
   const auto& c = collected.report.counters;
   out.counters = OutputCounters{c.produced_events, c.produced_payload_bytes, c.retained_events, c.retained_payload_bytes,
@@ -398,18 +410,23 @@ DiscoveryReport Host::discover(std::function<void(const DiscoveryEvent&)> progre
 }
 
 Result<std::string> Host::call_tool(const std::string& id, const std::string& tool, const std::string& input_json,
-                                    const ToolCallContext& context) {
+                                    const ToolCallContext& context, std::stop_token stop) {
   if (!m_impl->find(id)) return not_found(id);
-  return m_impl->run("Host::call_tool", call_tool_on_io(m_impl->manager.get(), id + ":" + tool, input_json, context));
+  const std::string name = id + ":" + tool;
+  return m_impl->run("Host::call_tool", host::cancellable(call_tool_on_io(m_impl->manager.get(), name, input_json, context),
+                                                          std::move(stop), "tool '" + name + "' call"));
 }
 
 Result<std::string> Host::call_named_tool(const std::string& name, const std::string& input_json,
-                                          const ToolCallContext& context) {
-  return m_impl->run("Host::call_named_tool", call_tool_on_io(m_impl->manager.get(), name, input_json, context));
+                                          const ToolCallContext& context, std::stop_token stop) {
+  return m_impl->run("Host::call_named_tool",
+                     host::cancellable(call_tool_on_io(m_impl->manager.get(), name, input_json, context), std::move(stop),
+                                       "tool '" + name + "' call"));
 }
 
-Result<std::string> Host::emit_hook(const std::string& event_json) {
-  return m_impl->run("Host::emit_hook", emit_on_io(m_impl->manager.get(), event_json));
+Result<std::string> Host::emit_hook(const std::string& event_json, std::stop_token stop) {
+  return m_impl->run("Host::emit_hook",
+                     host::cancellable(emit_on_io(m_impl->manager.get(), event_json), std::move(stop), "hook event"));
 }
 
 void Host::load(const std::filesystem::path& plugin_dir, Completion<ExtensionInfo> done) {
@@ -421,28 +438,36 @@ void Host::unload(const std::string& id, Completion<void> done) {
 }
 
 void Host::call_named_tool(const std::string& name, const std::string& input_json, const ToolCallContext& context,
-                           Completion<std::string> done) {
-  m_impl->start("Host::call_named_tool", call_tool_on_io(m_impl->manager.get(), name, input_json, context),
+                           Completion<std::string> done, std::stop_token stop) {
+  m_impl->start("Host::call_named_tool",
+                host::cancellable(call_tool_on_io(m_impl->manager.get(), name, input_json, context), std::move(stop),
+                                  "tool '" + name + "' call"),
                 std::move(done));
 }
 
-void Host::emit_hook(const std::string& event_json, Completion<std::string> done) {
-  m_impl->start("Host::emit_hook", emit_on_io(m_impl->manager.get(), event_json), std::move(done));
+void Host::emit_hook(const std::string& event_json, Completion<std::string> done, std::stop_token stop) {
+  m_impl->start("Host::emit_hook",
+                host::cancellable(emit_on_io(m_impl->manager.get(), event_json), std::move(stop), "hook event"),
+                std::move(done));
 }
 
 void Host::invoke_command(const std::string& id, const std::string& command, const std::vector<std::string>& args,
-                          Completion<CommandOutput> done) {
+                          Completion<CommandOutput> done, std::stop_token stop) {
   constexpr const char* op = "Host::invoke_command";
   auto ext = m_impl->find(id);
   if (!ext) return m_impl->start(op, failed_on_io<CommandOutput>(not_found(id)), std::move(done));
-  m_impl->start(op, invoke_on_io(std::move(ext), command, args, nullptr), std::move(done));
+  m_impl->start(op, invoke_on_io(std::move(ext), command, args, nullptr, std::move(stop)), std::move(done));
 }
 
-void Host::complete(const std::string& id, const std::string& params_json, Completion<std::string> done) {
+void Host::complete(const std::string& id, const std::string& params_json, Completion<std::string> done,
+                    std::stop_token stop) {
   constexpr const char* op = "Host::complete";
   auto ext = m_impl->find(id);
   if (!ext) return m_impl->start(op, failed_on_io<std::string>(not_found(id)), std::move(done));
-  m_impl->start(op, complete_on_io(std::move(ext), params_json), std::move(done));
+  m_impl->start(op,
+                host::cancellable(complete_on_io(std::move(ext), params_json), std::move(stop),
+                                  "provider.complete of extension '" + id + "'"),
+                std::move(done));
 }
 
 std::optional<std::string> Host::session_start(const std::string& session_id) {
@@ -546,82 +571,98 @@ std::string LoadFailure::concise_message() const {
 }
 
 Result<CommandOutput> Host::invoke_command(const std::string& id, const std::string& command,
-                                           const std::vector<std::string>& args) {
+                                           const std::vector<std::string>& args, std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run("Host::invoke_command", invoke_on_io(std::move(ext), command, args, nullptr));
+  return m_impl->run("Host::invoke_command", invoke_on_io(std::move(ext), command, args, nullptr, std::move(stop)));
 }
 
 Result<CommandOutput> Host::invoke_command(const std::string& id, const std::string& command,
-                                           const std::vector<std::string>& args, EventCallback on_event) {
+                                           const std::vector<std::string>& args, EventCallback on_event,
+                                           std::stop_token stop) {
   constexpr const char* op = "Host::invoke_command";
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  if (!on_event) return m_impl->run(op, invoke_on_io(std::move(ext), command, args, nullptr));
+  if (!on_event) return m_impl->run(op, invoke_on_io(std::move(ext), command, args, nullptr, std::move(stop)));
   auto live = std::make_shared<TextQueue>(m_impl->io.get_executor(), k_caller_event_backlog);
-  return m_impl->run_delivering(op, live, invoke_on_io(std::move(ext), command, args, live),
+  return m_impl->run_delivering(op, live, invoke_on_io(std::move(ext), command, args, live, std::move(stop)),
                                 [&on_event](const std::string& e) { on_event(e); });
 }
 
-Result<std::string> Host::complete(const std::string& id, const std::string& params_json) {
+Result<std::string> Host::complete(const std::string& id, const std::string& params_json, std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run("Host::complete", complete_on_io(std::move(ext), params_json));
+  return m_impl->run("Host::complete", host::cancellable(complete_on_io(std::move(ext), params_json), std::move(stop),
+                                                         "provider.complete of extension '" + id + "'"));
 }
 
-Result<std::string> Host::stream(const std::string& id, const std::string& params_json, EventCallback on_event) {
+Result<std::string> Host::stream(const std::string& id, const std::string& params_json, EventCallback on_event,
+                                 std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
   auto live = std::make_shared<TextQueue>(m_impl->io.get_executor(), k_caller_event_backlog);
-  return m_impl->run_delivering("Host::stream", live, stream_on_io(std::move(ext), params_json, live),
+  return m_impl->run_delivering("Host::stream", live,
+                                host::cancellable(stream_on_io(std::move(ext), params_json, live), std::move(stop),
+                                                  "provider.stream of extension '" + id + "'"),
                                 [&on_event](const std::string& e) {
                                   if (on_event) on_event(e);
                                 });
 }
 
 Result<std::string> Host::complete_with_tools(const std::string& id, const std::string& params_json, ProviderTools tools,
-                                              std::size_t max_iterations, std::uint32_t* tools_requested) {
+                                              std::size_t max_iterations, std::uint32_t* tools_requested,
+                                              std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
   return m_impl->run("Host::complete_with_tools",
-                     tools_loop_on_io(std::move(ext), params_json, std::move(tools), m_impl->tool_workers.get_executor(),
-                                      max_iterations, tools_requested));
+                     host::cancellable(tools_loop_on_io(std::move(ext), params_json, std::move(tools),
+                                                        m_impl->tool_workers.get_executor(), max_iterations,
+                                                        tools_requested),
+                                       std::move(stop), "provider turn of extension '" + id + "'"));
 }
 
-Result<std::string> Host::info(const std::string& id) {
+Result<std::string> Host::info(const std::string& id, std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run("Host::info", info_on_io(std::move(ext)));
+  return m_impl->run("Host::info",
+                     host::cancellable(info_on_io(std::move(ext)), std::move(stop), "info.get of extension '" + id + "'"));
 }
 
 Result<std::string> Host::settings_editor_open(const std::string& id, const std::string& category,
-                                               const std::string& field) {
+                                               const std::string& field, std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run("Host::settings_editor_open", json_result_on_io(ext->settings_editor_open(category, field)));
+  return m_impl->run("Host::settings_editor_open",
+                     host::cancellable(json_result_on_io(ext->settings_editor_open(category, field)), std::move(stop),
+                                       "settings.editor.open of extension '" + id + "'"));
 }
 
 Result<std::string> Host::settings_editor_key(const std::string& id, const std::string& category, const std::string& field,
-                                              const std::string& key) {
+                                              const std::string& key, std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run("Host::settings_editor_key", json_result_on_io(ext->settings_editor_key(category, field, key)));
+  return m_impl->run("Host::settings_editor_key",
+                     host::cancellable(json_result_on_io(ext->settings_editor_key(category, field, key)), std::move(stop),
+                                       "settings.editor.key of extension '" + id + "'"));
 }
 
 Result<std::string> Host::settings_editor_commit(const std::string& id, const std::string& category,
-                                                 const std::string& field, const std::string& value_json) {
+                                                 const std::string& field, const std::string& value_json,
+                                                 std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
   auto value = parse_json_arg(id, "settings.editor.commit", value_json);
   if (!value) return std::move(value).error();
   return m_impl->run("Host::settings_editor_commit",
-                     json_result_on_io(ext->settings_editor_commit(category, field, std::move(value).value())));
+                     host::cancellable(json_result_on_io(ext->settings_editor_commit(category, field, std::move(value).value())),
+                                       std::move(stop), "settings.editor.commit of extension '" + id + "'"));
 }
 
-Result<std::string> Host::sidecar_spawn_args(const std::string& id) {
+Result<std::string> Host::sidecar_spawn_args(const std::string& id, std::stop_token stop) {
   auto ext = m_impl->find(id);
   if (!ext) return not_found(id);
-  return m_impl->run("Host::sidecar_spawn_args", sidecar_on_io(std::move(ext)));
+  return m_impl->run("Host::sidecar_spawn_args", host::cancellable(sidecar_on_io(std::move(ext)), std::move(stop),
+                                                                   "sidecar.spawn_args of extension '" + id + "'"));
 }
 
 Result<void> Host::watch_ui_events(const std::string& id, EventCallback on_event) {

@@ -9,17 +9,41 @@ namespace exthost::runtime {
 
 using namespace boost::asio::experimental::awaitable_operators;
 
+namespace {
+
+// The invocation, ended early by `cancelled`: the handler's request is cancelled, which
+// closes the channel, so the collector ends with what it kept.
+boost::asio::awaitable<Result<boost::json::value>> invoke_or_cancel(ExtensionHandler& handler, std::string command,
+                                                                    std::vector<std::string> args,
+                                                                    std::string request_id, InvokeEventChannel& channel,
+                                                                    CancelWait cancelled) {
+  if (!cancelled) {
+    co_return co_await handler.invoke_command(std::move(command), std::move(args), std::move(request_id), channel);
+  }
+  const std::string what = "command '" + command + "' of extension '" + handler.id() + "'";
+  auto invocation = handler.invoke_command(std::move(command), std::move(args), std::move(request_id), channel);
+  auto raced = co_await (std::move(invocation) || cancelled());
+  if (raced.index() == 1) {
+    channel.close();
+    co_return Error::cancelled(what + " was cancelled").from(handler.id());
+  }
+  co_return std::get<0>(std::move(raced));
+}
+
+}  // namespace
+
 boost::asio::awaitable<CollectedInvocation> invoke_command_collected(ExtensionHandler& handler, std::string command,
                                                                     std::vector<std::string> args,
                                                                     std::string request_id, InvokeOutputBudget budget,
                                                                     RetainedEventObserver observer,
-                                                                    CollectorPacer pacer) {
+                                                                    CollectorPacer pacer, CancelWait cancelled) {
   auto ex = co_await boost::asio::this_coro::executor;
   InvokeEventChannel channel(ex, budget);
   channel.observe(std::move(observer));
   channel.pace(std::move(pacer));
-  auto both = co_await (handler.invoke_command(std::move(command), std::move(args), std::move(request_id), channel) &&
-                        channel.collect());
+  auto invocation = invoke_or_cancel(handler, std::move(command), std::move(args), std::move(request_id), channel,
+                                     std::move(cancelled));
+  auto both = co_await (std::move(invocation) && channel.collect());
   CollectedInvocation out{std::move(std::get<0>(both)), std::move(std::get<1>(both))};
   co_return out;
 }

@@ -49,6 +49,7 @@ constexpr int k_manifest_error = -32001;
 constexpr int k_extension_error = -32002;
 constexpr int k_timeout_error = -32003;
 constexpr int k_output_error = -32004;  // the client did not read its output in time
+constexpr int k_request_cancelled = -32800;  // the client cancelled it (LSP's code)
 
 // Bytes taken from the input at once.
 constexpr std::size_t k_input_chunk = 64 * 1024;
@@ -64,6 +65,7 @@ int code_for(ErrorKind k) {
     case ErrorKind::extension: return k_extension_error;
     case ErrorKind::timeout: return k_timeout_error;
     case ErrorKind::internal: return k_internal_error;
+    case ErrorKind::cancelled: return k_request_cancelled;
   }
   return k_internal_error;
 }
@@ -75,6 +77,7 @@ std::string kind_name(ErrorKind k) {
     case ErrorKind::extension: return "extension";
     case ErrorKind::timeout: return "timeout";
     case ErrorKind::internal: return "internal";
+    case ErrorKind::cancelled: return "cancelled";
   }
   return "internal";
 }

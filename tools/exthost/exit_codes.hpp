@@ -12,6 +12,7 @@ enum ExitCode : int {
   k_exit_manifest = 3,   // plugin.json missing, unreadable or invalid
   k_exit_extension = 4,  // the extension failed: spawn, transport, protocol or its own error
   k_exit_timeout = 5,    // the extension did not answer in time
+  k_exit_cancelled = 130,    // the operation was cancelled (SIGINT's path): as a shell reports SIGINT
   k_exit_signal_base = 128,  // interrupted: 128 + the signal, as a shell reports it
 };
 
@@ -24,6 +25,7 @@ inline int exit_code_for(ErrorKind kind) {
     case ErrorKind::extension: return k_exit_extension;
     case ErrorKind::timeout: return k_exit_timeout;
     case ErrorKind::internal: return k_exit_internal;
+    case ErrorKind::cancelled: return k_exit_cancelled;
   }
   return k_exit_internal;
 }
