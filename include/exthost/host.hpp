@@ -43,6 +43,7 @@
 #include "exthost/health.hpp"
 #include "exthost/limits.hpp"
 #include "exthost/result.hpp"
+#include "exthost/retry.hpp"
 
 namespace exthost {
 
@@ -79,6 +80,9 @@ struct HostOptions {
   // The stop ladder: the shutdown request's deadline, then the grace after SIGTERM.
   std::chrono::milliseconds shutdown_request_timeout{500};
   std::chrono::milliseconds shutdown_grace{500};
+
+  // Which calls a restarted extension gets again (exthost/retry.hpp).
+  RetryMode retry = RetryMode::safe;
 
   // The most any extension may run under (exthost/limits.hpp); unset fields: unlimited. A
   // manifest may ask for less; one that asks for more is refused at load.

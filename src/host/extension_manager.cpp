@@ -160,6 +160,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   spec.args = resolve_args(m);
   spec.cwd = m.plugin_dir;
   spec.limits = limits.value();
+  spec.retry = m_options.retry;
   const ResourceLimits spec_limits = spec.limits;
   const auto started = std::chrono::steady_clock::now();
   auto spawned = co_await runtime::ProcessExtension::spawn(m_io, std::move(spec), m_options.timeouts);

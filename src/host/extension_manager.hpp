@@ -48,6 +48,7 @@ inline constexpr std::chrono::milliseconds k_session_end_budget{5000};
 struct ManagerOptions {
   runtime::Timeouts timeouts;
   ResourceLimits limits;  // the most any extension may run under
+  RetryMode retry = RetryMode::safe;  // which calls a restarted child gets again
   HomeLayout home;
   EnvLookup env;
   std::optional<std::filesystem::path> project_dir;

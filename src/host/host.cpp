@@ -375,6 +375,7 @@ Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
   if (!options.project_dir.empty()) m.project_dir = options.project_dir;
   m.auto_approve_confirmations = options.auto_approve_confirmations;
   m.limits = options.limits;
+  m.retry = options.retry;
   m_impl->manager = std::make_unique<host::ExtensionManager>(m_impl->io.get_executor(),
                                                              m_impl->store_workers.get_executor(), std::move(m));
   m_impl->thread = std::thread([impl = m_impl.get()] { host::run_surviving(impl->io, "host I/O thread"); });

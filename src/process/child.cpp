@@ -30,7 +30,7 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 
 Error spawn_error(const std::string& id, int err) {
-  return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err));
+  return Error::extension("Failed to spawn extension '" + id + "': " + util::os_error_text(err)).because(ErrorCause::spawn_failed);
 }
 
 }  // namespace

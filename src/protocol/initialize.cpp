@@ -49,7 +49,12 @@ Result<std::vector<ToolSpec>> decode_tools(const boost::json::value& v) {
     if (!description) return std::move(description).error();
     const auto* schema = o->if_contains("input_schema");
     if (schema == nullptr) return Error::extension("missing field `input_schema`");
-    tools.push_back(ToolSpec{std::move(name).value(), std::move(description).value(), *schema});
+    bool idempotent = false;
+    if (const auto* flag = o->if_contains("idempotent"); flag != nullptr && !flag->is_null()) {
+      if (!flag->is_bool()) return Error::extension("tool `idempotent`: " + invalid_type(*flag, "a boolean"));
+      idempotent = flag->get_bool();
+    }
+    tools.push_back(ToolSpec{std::move(name).value(), std::move(description).value(), *schema, idempotent});
   }
   return tools;
 }
@@ -135,6 +140,17 @@ Result<InitializeResult> parse_initialize_result(std::string_view extension_id, 
     if (const auto* p = caps->if_contains("providers")) providers = p->get_array();
     if (const auto* c = caps->if_contains("capabilities")) out.capabilities = c->get_array();
     if (const auto* cancel = caps->if_contains("cancellation")) out.cancellation = cancel->is_bool() && cancel->get_bool();
+    if (const auto* n = caps->if_contains("concurrency"); n != nullptr && !n->is_null()) {
+      const bool whole = n->is_uint64() || n->is_int64();
+      const std::int64_t value = n->is_uint64() ? (n->get_uint64() > k_max_concurrency ? -1 : static_cast<std::int64_t>(n->get_uint64()))
+                                 : n->is_int64() ? n->get_int64()
+                                                 : -1;
+      if (!whole || value < 1 || value > static_cast<std::int64_t>(k_max_concurrency)) {
+        return Error::extension(invalid + "capabilities.concurrency must be an integer from 1 to " +
+                                std::to_string(k_max_concurrency) + ", got " + kind_name(*n)).because(ErrorCause::protocol);
+      }
+      out.concurrency = static_cast<std::size_t>(value);
+    }
   }
   if (out.protocol_version != k_protocol_version) {
     return Error::extension("Extension '" + std::string(extension_id) + "' initialize returned unsupported protocol_version " +

@@ -21,7 +21,13 @@ struct ToolSpec {
   std::string name;  // as declared (A9: surrounding whitespace is refused, so it is trimmed)
   std::string description;
   boost::json::value input_schema;  // a JSON object
+  // exthost's addition: safe to run again after the child failed mid-call (a restarted
+  // child gets the same call once more). Absent: false.
+  bool idempotent = false;
 };
+
+// The most requests an extension may declare it takes at once (capabilities.concurrency).
+inline constexpr std::size_t k_max_concurrency = 64;
 
 struct InitializeResult {
   std::uint32_t protocol_version = 0;
@@ -29,6 +35,9 @@ struct InitializeResult {
   std::vector<ProviderSpec> providers;  // validated (SPEC §5.6.3)
   boost::json::array capabilities;  // capability declarations, checked against permissions
   bool cancellation = false;        // capabilities.cancellation: wants $/cancelRequest (A3)
+  // capabilities.concurrency: requests the extension takes at once, 1..k_max_concurrency;
+  // 1 (the reference's behaviour) when absent.
+  std::size_t concurrency = 1;
 };
 
 // {synaps_version, extension_protocol_version, plugin_id, plugin_root, config, host}.

@@ -186,6 +186,16 @@ asio::awaitable<bool> Connection::dispatch(boost::json::value frame, std::size_t
     co_return true;
   }
   if (auto* note = std::get_if<wire::Notification>(&message)) {
+    if (note->method == "$/progress") {  // for the runtime's deadlines, not for subscribers
+      const auto* params = note->params.if_object();
+      const auto* id = params ? params->if_contains("id") : nullptr;
+      if (id && id->is_uint64()) {
+        m_inbox->note_progress(id->get_uint64());
+      } else if (id && id->is_int64() && id->get_int64() >= 0) {
+        m_inbox->note_progress(static_cast<std::uint64_t>(id->get_int64()));
+      }
+      co_return true;
+    }
     NotificationFrame nf{std::move(note->method), std::move(note->params), {}};
     co_return co_await m_inbox->fan_out(std::move(nf), bytes);
   }
@@ -240,8 +250,8 @@ bool Connection::has_room(std::size_t bytes) const {
 
 asio::awaitable<Result<void>> Connection::write(std::string frame) {
   auto self = shared_from_this();  // the caller's State may be torn down while we wait
-  if (m_write_failure) co_return Error::extension(*m_write_failure);
-  if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE));
+  if (m_write_failure) co_return Error::extension(*m_write_failure).because(ErrorCause::transport);
+  if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE)).because(ErrorCause::transport);
   auto& counters = m_inbox->counters();
   if (!m_writing && m_write_queue.empty() && m_room_waiters == 0) {
     // Nothing queued: try the whole frame in place, which is the common case of a small
@@ -256,7 +266,7 @@ asio::awaitable<Result<void>> Connection::write(std::string frame) {
     }
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       m_write_failure = "Write error: " + util::os_error_text(errno);
-      co_return Error::extension(*m_write_failure);
+      co_return Error::extension(*m_write_failure).because(ErrorCause::transport);
     }
     if (n > 0) {
       m_bytes_written += static_cast<std::size_t>(n);
@@ -278,8 +288,8 @@ asio::awaitable<Result<void>> Connection::write(std::string frame) {
     } in_line{*this};
     do {
       co_await m_room.wait();
-      if (m_write_failure) co_return Error::extension(*m_write_failure);
-      if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE));
+      if (m_write_failure) co_return Error::extension(*m_write_failure).because(ErrorCause::transport);
+      if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE)).because(ErrorCause::transport);
       auto cs = co_await asio::this_coro::cancellation_state;
       if (cs.cancelled() != asio::cancellation_type::none) co_return cancelled_write(progress);
     } while (!has_room(frame.size()));
@@ -298,7 +308,7 @@ asio::awaitable<Result<void>> Connection::write(std::string frame) {
       co_return cancelled_write(progress);  // the frame is still written whole
     }
   }
-  if (ticket->error) co_return Error::extension(*ticket->error);
+  if (ticket->error) co_return Error::extension(*ticket->error).because(ErrorCause::transport);
   co_return Result<void>();
 }
 
@@ -313,7 +323,7 @@ Error Connection::cancelled_write(std::uint64_t progress) {
     util::log().warn("{}", reason);
     fail_transport(reason);
   }
-  return Error::extension("Write error: cancelled");
+  return Error::extension("Write error: cancelled").because(ErrorCause::cancelled);
 }
 
 void Connection::fail_transport(const std::string& reason) {
@@ -388,7 +398,10 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
   if (!written) {
     m_lifecycle->invalidate();
     m_inbox->remove_pending(id);
-    co_return std::move(written).error();
+    // The request never reached the child whole: nothing of it can have run.
+    Error e = std::move(written).error();
+    if (e.cause != ErrorCause::cancelled) e.cause = ErrorCause::not_running;
+    co_return e;
   }
   while (!pending->outcome) {
     co_await pending->ready.wait();
@@ -400,7 +413,7 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
       if (m_inbox->cancellation()) {
         asio::co_spawn(m_inbox->executor(), send_cancel(self, id), TaskEnd{self, Task::cancel_notice});
       }
-      co_return Error::extension("request cancelled");
+      co_return Error::extension("request cancelled").because(ErrorCause::cancelled);
     }
   }
   co_return std::move(*pending->outcome);

@@ -59,7 +59,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<Result<void>> write(std::string frame);
 
   // One request/response exchange (SPEC §1.6): registers the id before writing, writes,
-  // waits for the reply. Cancellation: the pending entry is removed, a late reply is
+  // waits for the reply. A request refused at registration or not written whole fails with
+  // cause `not_running` (it never reached the child); once written, a transport failure has
+  // cause `transport`. Cancellation: the pending entry is removed, a late reply is
   // dropped and counted, and an extension that declared the cancellation capability is
   // sent "$/cancelRequest" {"id": id}; the child is not otherwise touched.
   boost::asio::awaitable<Result<boost::json::value>> call(std::string_view method, boost::json::value params,

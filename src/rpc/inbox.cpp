@@ -67,12 +67,12 @@ std::optional<exthost::Lifecycle> Inbox::snapshot(bool recovered) {
 }
 
 Result<std::shared_ptr<Inbox::PendingCall>> Inbox::register_pending(std::uint64_t id) {
-  if (m_closed) return Error::extension("transport closed: inbox is shut down");
+  if (m_closed) return Error::extension("transport closed: inbox is shut down").because(ErrorCause::not_running);
   auto call = std::make_shared<PendingCall>(m_executor);
   m_pending[id] = call;
   if (m_closed) {  // the reference re-checks after inserting; kept for the same contract
     m_pending.erase(id);
-    return Error::extension("transport closed: inbox shut down during registration");
+    return Error::extension("transport closed: inbox shut down during registration").because(ErrorCause::not_running);
   }
   return call;
 }
@@ -91,13 +91,13 @@ void Inbox::complete(std::uint64_t id, Result<boost::json::value> outcome) {
   call->ready.notify();
 }
 
-void Inbox::fail_all_pending(const std::string& reason) {
+void Inbox::fail_all_pending(const std::string& reason, ErrorCause cause) {
   invalidate_lifecycle();
   m_closed = true;
   auto drained = std::move(m_pending);
   m_pending.clear();
   for (auto& [id, call] : drained) {
-    call->outcome = Error::extension(reason);
+    call->outcome = Error::extension(reason).because(cause);
     call->ready.notify();
   }
 }

@@ -139,7 +139,8 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   // Delivers a response; a reply nobody waits for is counted and dropped.
   void complete(std::uint64_t id, Result<boost::json::value> outcome);
   // Invalidates the lifecycle, closes the inbox and fails every pending call with `reason`.
-  void fail_all_pending(const std::string& reason);
+  // `cause`: transport, or stopped when the host itself ended the extension.
+  void fail_all_pending(const std::string& reason, ErrorCause cause = ErrorCause::transport);
   std::size_t pending_count() const { return m_pending.size(); }
   // The ids of the calls waiting for an answer, in no particular order.
   std::vector<std::uint64_t> pending_ids() const {
@@ -165,6 +166,15 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   // abandons is followed by a "$/cancelRequest" notification naming its id.
   void set_cancellation(bool enabled) { m_cancellation = enabled; }
   bool cancellation() const { return m_cancellation; }
+
+  // --- progress ---------------------------------------------------------------------
+  // "$/progress" {"id": <a request id of ours>}: the extension says that request is still
+  // being worked on. The observer (the runtime) restarts that request's idle deadline.
+  using ProgressObserver = std::function<void(std::uint64_t id)>;
+  void set_progress_observer(ProgressObserver observer) { m_progress = std::move(observer); }
+  void note_progress(std::uint64_t id) const {
+    if (m_progress) m_progress(id);
+  }
 
   // --- inbound requests -------------------------------------------------------------
   void set_inbound_handler(std::shared_ptr<InboundHandler> handler) { m_inbound = std::move(handler); }
@@ -200,6 +210,7 @@ class Inbox : public std::enable_shared_from_this<Inbox> {
   std::vector<std::pair<std::uint64_t, std::shared_ptr<NotificationQueue>>> m_subscribers;
 
   bool m_cancellation = false;
+  ProgressObserver m_progress;
   std::size_t m_inbound_in_flight = 0;
   Event m_inbound_slot_freed{m_executor};
   std::shared_ptr<InboundHandler> m_inbound;

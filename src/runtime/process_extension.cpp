@@ -43,7 +43,7 @@ ProcessExtension::ProcessExtension(asio::any_io_executor ex, ProcessSpec spec, T
       m_policy(policy),
       m_machine(policy, m_spec.id),
       m_inbox(std::make_shared<rpc::Inbox>(ex, m_spec.id)),
-      m_call_lock(ex),
+      m_scheduler(ex),
       m_changed(ex),
       m_backoff(ex),
       m_initialize_config(boost::json::object()),
@@ -67,6 +67,14 @@ asio::awaitable<Result<std::shared_ptr<ProcessExtension>>> ProcessExtension::spa
                                                                                     RestartPolicy policy) {
   std::shared_ptr<ProcessExtension> ext(new ProcessExtension(ex, std::move(spec), timeouts, policy));
   arm_timer_anchor(ext);
+  std::weak_ptr<ProcessExtension> weak = ext;
+  ext->m_inbox->set_progress_observer([weak](std::uint64_t id) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (auto it = self->m_activity.find(id); it != self->m_activity.end()) {
+      if (auto activity = it->second.lock()) activity->last = std::chrono::steady_clock::now();
+    }
+  });
   auto instance = ext->spawn_instance(ext->m_machine.epoch());
   if (!instance) {
     ext->perform(ext->m_machine.handle({LifeInput::Kind::spawn_failed, ext->m_machine.epoch()}));
@@ -138,7 +146,8 @@ void ProcessExtension::perform(std::vector<LifeAction> actions) {
         m_inbox->invalidate_lifecycle();
         break;
       case A::fail_pending:
-        m_inbox->fail_all_pending(action.reason);
+        m_inbox->fail_all_pending(action.reason,
+                                  ended_by_host(action.reason) ? ErrorCause::stopped : ErrorCause::transport);
         break;
       case A::start_backoff:
         asio::co_spawn(m_executor, run_restart(shared_from_this(), action.delay, action.epoch),
@@ -206,6 +215,11 @@ void ProcessExtension::finish_initialize(Instance& instance, const protocol::Ini
   // Published before anyone waiting for the child can use it (SPEC §6.1).
   instance.lifecycle->mark_initialized();
   m_inbox->set_cancellation(result.cancellation);
+  m_scheduler.set_limit(result.concurrency);
+  m_idempotent_tools.clear();
+  for (const auto& tool : result.tools) {
+    if (tool.idempotent) m_idempotent_tools.insert(tool.name);
+  }
   m_last_initialize = result;
   perform(m_machine.handle({LifeInput::Kind::initialized, instance.epoch}));
 }
@@ -260,7 +274,6 @@ asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize
   auto self = shared_from_this();
   m_initialize_config = std::move(config);
   m_plugin_root = plugin_root ? plugin_root : m_spec.cwd;
-  auto guard = co_await m_call_lock.lock();
   if (m_machine.stop_requested()) co_return stopped_error();
   if (m_machine.state() != LifeState::initializing || !m_current) {
     // No child waiting for its handshake (it was killed): start one the restart way.
@@ -326,23 +339,63 @@ asio::awaitable<Result<void>> ProcessExtension::restart_for_test() {
   co_return co_await ensure_running();
 }
 
-asio::awaitable<Result<boost::json::value>> ProcessExtension::call(std::string method, boost::json::value params) {
+struct ProcessExtension::ProgressEntry {
+  ProcessExtension& owner;
+  std::uint64_t id;
+  ProgressEntry(ProcessExtension& o, std::uint64_t i, const std::shared_ptr<CallActivity>& activity) : owner(o), id(i) {
+    owner.m_activity[id] = activity;
+  }
+  ~ProgressEntry() { owner.m_activity.erase(id); }
+  ProgressEntry(const ProgressEntry&) = delete;
+  ProgressEntry& operator=(const ProgressEntry&) = delete;
+};
+
+asio::awaitable<void> ProcessExtension::idle_deadline(asio::any_io_executor ex, std::chrono::milliseconds limit,
+                                                      std::shared_ptr<CallActivity> activity) {
+  const auto cap = std::chrono::steady_clock::now() + limit * k_progress_total_multiple;
+  asio::steady_timer timer(ex);
+  for (;;) {
+    const auto due = std::min(activity->last + limit, cap);
+    if (std::chrono::steady_clock::now() >= due) {
+      activity->capped = due == cap;
+      co_return;
+    }
+    timer.expires_at(due);
+    co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (co_await cancelled()) co_return;  // the request ended first
+  }
+}
+
+asio::awaitable<Result<boost::json::value>> ProcessExtension::call(std::string method, boost::json::value params,
+                                                                   std::shared_ptr<CallActivity> activity) {
   auto self = shared_from_this();
   const auto limit = m_timeouts.for_method(method);
-  auto sent = std::make_shared<std::uint64_t>(0);  // the epoch the request was written to
-  asio::steady_timer deadline(m_executor, limit);
-  auto raced = co_await (call_inner(method, std::move(params), sent) ||
-                         deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (!activity) activity = std::make_shared<CallActivity>();
+  activity->last = std::chrono::steady_clock::now();
+  auto sent = std::make_shared<std::uint64_t>(0);  // the epoch the request reached idle, or 0
+  auto request = call_inner(method, std::move(params), sent, activity);
+  auto raced = co_await (std::move(request) || idle_deadline(m_executor, limit, activity));
   if (raced.index() == 1) {
+    // The caller's cancellation ends both sides too: then nothing is counted.
+    if (co_await cancelled()) {
+      co_return Error::cancelled("Extension '" + m_spec.id + "' method '" + method + "' was cancelled").from(m_spec.id);
+    }
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
-    // Only a request the child received and left unanswered says anything about the child.
-    // Hooks are not counted: a hook that never answers is suspended by the hook bus, while
-    // the extension may well serve its tools.
+    // Only a request an idle child received and left unanswered says anything about the
+    // child. Hooks are not counted: a hook that never answers is suspended by the hook bus,
+    // while the extension may well serve its tools.
     if (*sent != 0 && method != "hook.handle") perform(m_machine.handle({LifeInput::Kind::call_timed_out, *sent}));
-    co_return Error::timeout("Extension '" + m_spec.id + "' method '" + method + "' timed out after " +
-                             duration_text(limit));
+    std::string text = "Extension '" + m_spec.id + "' method '" + method + "' timed out after " + duration_text(limit);
+    if (activity->capped) {
+      text = "Extension '" + m_spec.id + "' method '" + method + "' ran past its total limit of " +
+             duration_text(limit * k_progress_total_multiple) + " (progress extends its " + duration_text(limit) +
+             " deadline up to " + std::to_string(k_progress_total_multiple) + " times)";
+    }
+    co_return Error::timeout(std::move(text)).because(ErrorCause::timeout).from(m_spec.id);
   }
-  co_return std::get<0>(std::move(raced));
+  auto r = std::get<0>(std::move(raced));
+  if (!r) co_return std::move(r).error().from(m_spec.id);
+  co_return r;
 }
 
 namespace {
@@ -359,12 +412,25 @@ struct OutcomeGuard {
       outcomes.ok.fetch_add(1, std::memory_order_relaxed);
     } else if (wire::is_application_error(r.error())) {
       outcomes.application_error.fetch_add(1, std::memory_order_relaxed);
+    } else if (r.error().cause == ErrorCause::cancelled) {
+      outcomes.abandoned.fetch_add(1, std::memory_order_relaxed);
     } else {
       outcomes.transport_error.fetch_add(1, std::memory_order_relaxed);
     }
     return r;
   }
 };
+
+// Whether a transport failure is how an ended child looks (its exit status is then worth
+// waiting for); a parse error or a write error leaves the child running.
+bool looks_like_exit(const std::string& message) { return message.rfind("transport closed: EOF", 0) == 0; }
+
+std::string tool_name_of(const boost::json::value& params) {
+  if (const auto* o = params.if_object()) {
+    if (const auto* n = o->if_contains("name"); n != nullptr && n->is_string()) return std::string(n->get_string());
+  }
+  return {};
+}
 }  // namespace
 
 asio::awaitable<bool> ProcessExtension::cancelled() {
@@ -372,25 +438,82 @@ asio::awaitable<bool> ProcessExtension::cancelled() {
   co_return state.cancelled() != asio::cancellation_type::none;
 }
 
+bool ProcessExtension::retry_allowed(std::string_view method, const boost::json::value& params) const {
+  if (m_spec.retry == RetryMode::reference) return true;
+  if (method == "hook.handle" || method == "info.get" || method == "sidecar.spawn_args" ||
+      method == "settings.editor.open") {
+    return true;
+  }
+  if (method == "tool.call") return m_idempotent_tools.contains(tool_name_of(params));
+  return false;
+}
+
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner(std::string method, boost::json::value params,
-                                                                         std::shared_ptr<std::uint64_t> sent) {
+                                                                         std::shared_ptr<std::uint64_t> sent,
+                                                                         std::shared_ptr<CallActivity> activity) {
   OutcomeGuard outcome{m_outcomes};
-  auto result = co_await call_inner_unobserved(std::move(method), std::move(params), std::move(sent));
+  auto result = co_await call_inner_unobserved(std::move(method), std::move(params), std::move(sent), std::move(activity));
   outcome.record(result);
   co_return result;
 }
 
+asio::awaitable<Error> ProcessExtension::ended_report(std::shared_ptr<Instance> instance, Error failure,
+                                                      std::string why_not) {
+  const std::uint64_t epoch = instance->epoch;
+  auto child = instance->child;
+  bool reaped = child->reaped();
+  if (!reaped && looks_like_exit(failure.message)) reaped = co_await child->wait_reaped(k_exit_status_wait);
+  remember_stderr(*child);
+  // Only this child's own epoch: a restart that began meanwhile is left alone. A child that
+  // ended its output but not itself is killed here, and gone before the caller hears.
+  perform(m_machine.handle({LifeInput::Kind::transport_ended, epoch}));
+  if (!reaped) co_await child->wait_reaped(process::Child::k_reap_after_kill_bound);
+  std::string report = failure.message;
+  if (reaped) {
+    report += "; extension '" + m_spec.id + "' " + child->exit_description();
+  } else if (looks_like_exit(failure.message)) {
+    report += "; extension '" + m_spec.id + "' closed its output but kept running: stopped it";
+  }
+  if (!why_not.empty()) report += " (" + why_not + ")";
+  const std::string tail = child->stderr_snapshot().tail;
+  if (!tail.empty()) report += "\nstderr tail of extension '" + m_spec.id + "':\n" + tail;
+  failure.message = std::move(report);
+  if (failure.cause == ErrorCause::unspecified) failure.cause = ErrorCause::transport;
+  co_return std::move(failure).from(m_spec.id);
+}
+
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobserved(
-    std::string method, boost::json::value params, std::shared_ptr<std::uint64_t> sent) {
-  auto guard = co_await m_call_lock.lock();
+    std::string method, boost::json::value params, std::shared_ptr<std::uint64_t> sent,
+    std::shared_ptr<CallActivity> activity) {
+  const auto lane = method == "hook.handle" ? CallScheduler::Lane::hook : CallScheduler::Lane::normal;
+  auto slot = co_await m_scheduler.admit(lane);
+  if (!slot) co_return Error::cancelled("Extension '" + m_spec.id + "' method '" + method + "' was cancelled");
   auto ready = co_await ensure_running();
   if (!ready) co_return std::move(ready).error();
   // A copy: the instance stays valid for this exchange whatever happens meanwhile.
   auto instance = m_current;
-  if (!instance) co_return Error::extension("Extension '" + m_spec.id + "' process is not running");
+  if (!instance) {
+    co_return Error::extension("Extension '" + m_spec.id + "' process is not running").because(ErrorCause::not_running);
+  }
+  if (!instance->lifecycle->live()) {
+    // The child has already ended, and no request has told the machine yet: this one must
+    // not be sent into its dead pipe, but to the next child.
+    perform(m_machine.handle({LifeInput::Kind::transport_ended, instance->epoch}));
+    auto again = co_await ensure_running();
+    if (!again) co_return std::move(again).error();
+    instance = m_current;
+    if (!instance) {
+      co_return Error::extension("Extension '" + m_spec.id + "' process is not running").because(ErrorCause::not_running);
+    }
+  }
   const std::uint64_t epoch = instance->epoch;
-  *sent = epoch;
-  auto first = co_await instance->connection->call(method, params, next_id());
+  const std::uint64_t id = next_id();
+  *sent = slot.reached_idle_child() ? epoch : 0;
+  Result<boost::json::value> first;
+  {
+    ProgressEntry progress(*this, id, activity);
+    first = co_await instance->connection->call(method, params, id);
+  }
   // Abandoned (its deadline, or the caller's cancellation): the failure says nothing about
   // the child, and this coroutine must not act on it.
   if (co_await cancelled()) co_return first;
@@ -400,60 +523,74 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
     co_return first;
   }
   *sent = 0;
-  const std::string first_error = first.error().message;
-  if (m_machine.stop_requested() || ended_by_host(first_error)) co_return first;
-  // An EOF is how a child that ended looks; a parse error leaves it running (no wait).
-  if (m_spec.limits.any() && first_error.rfind("transport closed: EOF", 0) == 0) {
-    // Under limits, an ended child is reported rather than retried: the retry would meet
-    // the same limit. The next call restarts it.
-    auto child = instance->child;
-    const bool reaped = co_await child->wait_reaped(k_exit_status_wait);
-    if (co_await cancelled()) co_return first;
-    if (reaped) {
-      remember_stderr(*child);
-      perform(m_machine.handle({LifeInput::Kind::transport_ended, epoch}));
-      std::string report = first_error + "; extension '" + m_spec.id + "' " + m_last_exit;
-      if (!m_last_stderr_tail.empty()) report += "\nstderr tail of extension '" + m_spec.id + "':\n" + m_last_stderr_tail;
-      co_return Error{first.error().kind, std::move(report)};
-    }
+  if (m_machine.stop_requested() || first.error().cause == ErrorCause::stopped) co_return first;
+  // Under limits, an ended child is reported rather than retried: the retry would meet the
+  // same limit. A call not safe to repeat is never run twice.
+  if (m_spec.limits.any() && looks_like_exit(first.error().message)) {
+    co_return co_await ended_report(instance, std::move(first).error(), {});
   }
+  // A request that never reached the child whole cannot have run: it always goes to the next.
+  if (first.error().cause != ErrorCause::not_running && !retry_allowed(method, params)) {
+    std::string why_not = method == "tool.call"
+                              ? "not retried: tool '" + tool_name_of(params) + "' is not declared idempotent"
+                              : "not retried: '" + method + "' is not safe to repeat";
+    co_return co_await ended_report(instance, std::move(first).error(), std::move(why_not));
+  }
+  const Error first_error = first.error();
   perform(m_machine.handle({LifeInput::Kind::transport_ended, epoch}));
   auto restarted = co_await ensure_running();
   if (!restarted) co_return std::move(restarted).error();
   auto retry_instance = m_current;
-  if (!retry_instance) co_return Error::extension("Extension '" + m_spec.id + "' process is not running");
+  if (!retry_instance) {
+    co_return Error::extension("Extension '" + m_spec.id + "' process is not running").because(ErrorCause::not_running);
+  }
   const std::uint64_t retry_epoch = retry_instance->epoch;
+  const std::uint64_t retry_id = next_id();
   *sent = retry_epoch;
-  auto retry = co_await retry_instance->connection->call(method, params, next_id());
+  Result<boost::json::value> retry;
+  {
+    ProgressEntry progress(*this, retry_id, activity);
+    activity->last = std::chrono::steady_clock::now();
+    retry = co_await retry_instance->connection->call(method, params, retry_id);
+  }
   if (co_await cancelled()) co_return retry;
   if (retry) {
     perform(m_machine.handle({LifeInput::Kind::call_answered, retry_epoch}));
     co_return retry;
   }
   *sent = 0;
-  if (!wire::is_application_error(retry.error())) {
-    perform(m_machine.handle({LifeInput::Kind::transport_ended, retry_epoch}));
-  }
-  co_return Error{retry.error().kind, first_error + "; retry after restart failed: " + retry.error().message};
+  if (wire::is_application_error(retry.error())) co_return retry;
+  perform(m_machine.handle({LifeInput::Kind::transport_ended, retry_epoch}));
+  Error failed(first_error.kind, first_error.message + "; retry after restart failed: " + retry.error().message,
+               retry.error().cause == ErrorCause::unspecified ? ErrorCause::transport : retry.error().cause);
+  co_return failed;
 }
 
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call_no_spawn(std::string method,
                                                                             boost::json::value params) {
-  auto guard = co_await m_call_lock.lock();
+  const auto lane = method == "hook.handle" ? CallScheduler::Lane::hook : CallScheduler::Lane::normal;
+  auto slot = co_await m_scheduler.admit(lane);
+  if (!slot) co_return Error::cancelled("Extension '" + m_spec.id + "' method '" + method + "' was cancelled");
   const std::uint64_t id = next_id();
   auto instance = m_current;
   if (!instance || m_machine.state() != LifeState::running) {
     co_return Error::extension("Extension '" + m_spec.id + "' process is not running; '" + method +
-                               "' refused (no respawn)");
+                               "' refused (no respawn)")
+        .because(ErrorCause::not_running)
+        .from(m_spec.id);
   }
   co_return co_await instance->connection->call(method, params, id);
 }
 
 asio::awaitable<Result<boost::json::value>> ProcessExtension::leased_call(boost::json::value params) {
-  auto guard = co_await m_call_lock.lock();
+  // The lease takes the child out of the slot: nothing else may be in flight on it.
+  auto slot = co_await m_scheduler.exclusive();
+  if (!slot) co_return Error::cancelled("Extension '" + m_spec.id + "' leased tool.call was cancelled");
   const std::uint64_t id = next_id();
   if (!m_current || m_machine.state() != LifeState::running) {
-    co_return Error::extension("Extension '" + m_spec.id + "' process is not running; leased call refused (no respawn)");
+    co_return Error::extension("Extension '" + m_spec.id + "' process is not running; leased call refused (no respawn)")
+        .because(ErrorCause::not_running)
+        .from(m_spec.id);
   }
   // Out of the slot while waiting: a concurrent force_shutdown() sees no child to keep.
   std::shared_ptr<Instance> instance = std::move(m_current);
@@ -557,37 +694,61 @@ asio::awaitable<Result<protocol::ProviderCompleteResult>> ProcessExtension::prov
 // forwarder drains what is buffered and stops.
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call_then_unsubscribe(std::string method,
                                                                                    boost::json::value params,
-                                                                                   rpc::Subscription& subscription) {
-  auto r = co_await call(std::move(method), std::move(params));
+                                                                                   rpc::Subscription& subscription,
+                                                                                   std::shared_ptr<CallActivity> activity) {
+  auto r = co_await call(std::move(method), std::move(params), std::move(activity));
   subscription.unsubscribe();
   co_return r;
 }
 
-asio::awaitable<void> ProcessExtension::forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink) {
+asio::awaitable<void> ProcessExtension::forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink,
+                                                       std::shared_ptr<CallActivity> activity) {
   bool sink_open = true;
   for (;;) {
     auto frame = co_await subscription.queue().pop();
     if (!frame) break;
+    // One stream at a time per extension: each of its events is this request's progress.
+    if (frame->method == "provider.stream.event") activity->last = std::chrono::steady_clock::now();
     co_await forward_provider_stream_frame(m_spec.id, sink, sink_open, std::move(*frame));
   }
 }
+
+namespace {
+// A streamed request's whole run, answer and forwarding together, however much progress it
+// reports: the bound on a consumer that stops reading, too.
+std::chrono::milliseconds total_limit(std::chrono::milliseconds deadline) {
+  return deadline * ProcessExtension::k_progress_total_multiple;
+}
+
+// Whether a notification is progress of the command invoked as `request_id`: its output
+// (command.output names the request) or its task events.
+bool is_progress_of(const rpc::NotificationFrame& frame, std::string_view request_id) {
+  if (frame.method.starts_with("task.")) return true;
+  if (frame.method != "command.output") return false;
+  const auto* o = frame.params.if_object();
+  const auto* id = o ? o->if_contains("request_id") : nullptr;
+  return id != nullptr && id->is_string() && id->get_string() == request_id;
+}
+}  // namespace
 
 asio::awaitable<Result<protocol::ProviderCompleteResult>> ProcessExtension::provider_stream(boost::json::value params,
                                                                                             ProviderEventSink& sink) {
   auto self = shared_from_this();
   auto subscription = m_inbox->subscribe();  // before the request: no early event is missed
-  asio::steady_timer deadline(m_executor, m_timeouts.provider_stream);
-  auto raced = co_await ((call_then_unsubscribe("provider.stream", std::move(params), subscription) &&
-                          forward_stream(subscription, sink)) ||
+  auto activity = std::make_shared<CallActivity>();
+  asio::steady_timer deadline(m_executor, total_limit(m_timeouts.provider_stream));
+  auto raced = co_await ((call_then_unsubscribe("provider.stream", std::move(params), subscription, activity) &&
+                          forward_stream(subscription, sink, activity)) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
+    if (co_await cancelled()) co_return Error::cancelled("Extension '" + m_spec.id + "' provider.stream was cancelled");
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
-    co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out");
+    co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out").from(m_spec.id);
   }
   auto reply = std::get<0>(std::move(raced));
   if (!reply) {
     if (reply.error().kind == ErrorKind::timeout) {
-      co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out");
+      co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out").from(m_spec.id);
     }
     co_return std::move(reply).error();
   }
@@ -596,12 +757,14 @@ asio::awaitable<Result<protocol::ProviderCompleteResult>> ProcessExtension::prov
 }
 
 asio::awaitable<bool> ProcessExtension::forward_invoke(rpc::Subscription& subscription, std::string request_id,
-                                                       InvokeEventChannel& channel) {
+                                                       InvokeEventChannel& channel,
+                                                       std::shared_ptr<CallActivity> activity) {
   bool sink_open = true;
   bool saw_done = false;
   for (;;) {
     auto frame = co_await subscription.queue().pop();
     if (!frame) break;
+    if (is_progress_of(*frame, request_id)) activity->last = std::chrono::steady_clock::now();
     if (co_await forward_invoke_command_frame(m_spec.id, request_id, channel, sink_open, std::move(*frame))) {
       saw_done = true;
     }
@@ -624,18 +787,20 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::invoke_command(std
   params["command"] = command;
   params["args"] = boost::json::array(args.begin(), args.end());
   params["request_id"] = request_id;
-  asio::steady_timer deadline(m_executor, m_timeouts.command_invoke);
-  auto raced = co_await ((call_then_unsubscribe("command.invoke", std::move(params), subscription) &&
-                          forward_invoke(subscription, request_id, channel)) ||
+  auto activity = std::make_shared<CallActivity>();
+  asio::steady_timer deadline(m_executor, total_limit(m_timeouts.command_invoke));
+  auto raced = co_await ((call_then_unsubscribe("command.invoke", std::move(params), subscription, activity) &&
+                          forward_invoke(subscription, request_id, channel, activity)) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
+    if (co_await cancelled()) co_return Error::cancelled("Extension '" + m_spec.id + "' command.invoke was cancelled");
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
-    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out");
+    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out").from(m_spec.id);
   }
   auto both = std::get<0>(std::move(raced));
   auto& reply = std::get<0>(both);
   if (!reply && reply.error().kind == ErrorKind::timeout) {
-    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out");
+    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out").from(m_spec.id);
   }
   co_return std::move(reply);
 }
@@ -702,10 +867,10 @@ asio::awaitable<void> ProcessExtension::shutdown() {
       m_inbox->counters().cancel_notifications.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  // The polite rung: a shutdown request, if the call lock frees up within its deadline.
+  // The polite rung: a shutdown request, once nothing is in flight, within its deadline.
   asio::steady_timer deadline(m_executor, m_timeouts.shutdown_request);
-  auto locked = co_await (m_call_lock.lock() || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
-  if (auto instance = m_current; locked.index() == 0 && instance) {
+  auto locked = co_await (m_scheduler.exclusive() || deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+  if (auto instance = m_current; locked.index() == 0 && instance && std::get<0>(locked)) {
     auto guard = std::get<0>(std::move(locked));
     deadline.expires_after(m_timeouts.shutdown_request);
     boost::json::value null_params;
@@ -728,7 +893,7 @@ asio::awaitable<void> ProcessExtension::shutdown() {
     instance->tear_down();
   }
   m_inbox->drop_subscribers();
-  m_inbox->fail_all_pending("transport closed: extension shutdown");
+  m_inbox->fail_all_pending("transport closed: extension shutdown", ErrorCause::stopped);
   perform(m_machine.handle({LifeInput::Kind::stop_finished}));
 }
 
@@ -743,7 +908,7 @@ void ProcessExtension::force_shutdown() {
     instance->tear_down();  // stops the reader, kills the group; the reaper collects the child
   }
   m_inbox->drop_subscribers();
-  m_inbox->fail_all_pending("transport closed: extension cancelled");
+  m_inbox->fail_all_pending("transport closed: extension cancelled", ErrorCause::stopped);
 }
 
 std::optional<Lifecycle> ProcessExtension::lifecycle_snapshot() const {

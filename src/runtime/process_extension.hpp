@@ -7,19 +7,29 @@
 // reference into this object, so a stop or restart meanwhile cannot free it under them.
 //
 // Promises:
-// - At most one host→extension request is in flight per extension: the call lock
-//   serializes whole exchanges and restarts; notifications and inbound requests flow
-//   concurrently beside them.
-// - Every deadline is the method's real one (SPEC A2): a timed-out call is abandoned (its
-//   late reply dropped and counted); the child is neither killed nor restarted for it.
-// - A transport failure restarts the child within the RestartPolicy budget and retries
-//   once with a fresh id; k_unresponsive_after_timeouts calls in a row that reach the
-//   child and time out restart it too (health `unresponsive` meanwhile); an application error ("Extension error: …") is returned verbatim
-//   and never restarts anything. A stopped extension never respawns.
+// - Requests run side by side (runtime/call_scheduler.hpp): up to the concurrency the
+//   extension declared in its initialize answer, hooks ahead of queued calls; with the
+//   default of 1 every request is written to the pipe at once, in call order. Replies are
+//   matched by id, in any order. Notifications and inbound requests flow beside them.
+// - Every deadline is the method's real one (SPEC A2), counted from the request's last sign
+//   of life: progress tied to it ("$/progress" {id}, its command's output and task events,
+//   its stream's events) starts it again, up to k_progress_total_multiple times the
+//   deadline in all. A timed-out call is abandoned (its late reply dropped and counted);
+//   the child is neither killed nor restarted for it. A cancelled call (the caller's Asio
+//   cancellation) is abandoned the same way and counts for nothing.
+// - A transport failure mid-call ends the child; the next request restarts it within the
+//   RestartPolicy budget. Only calls safe to repeat are sent again to the restarted child,
+//   once, with a fresh id: hooks, info.get, sidecar.spawn_args, settings.editor.open and
+//   tools declared `idempotent` (every call under RetryMode::reference, the reference's
+//   behaviour). Any other fails with how the child ended and its stderr tail, and is not
+//   run again. k_unresponsive_after_timeouts calls in a row that reached an idle child and
+//   timed out restart it too (health `unresponsive` meanwhile); an application error
+//   ("Extension error: …", cause `application`) is returned verbatim and never restarts
+//   anything. A stopped extension never respawns.
 // - The resolved initialize config lives only in memory and is re-sent on every restart.
 // - A child under resource limits that ends during a call is not restarted for a retry (the
-//   retry would meet the same limit): the call fails with the transport error, how the
-//   child ended, its limits and its stderr tail; the next call restarts it within budget.
+//   retry would meet the same limit), whatever the method: the call fails with the
+//   transport error, how the child ended and its stderr tail; the next call restarts it.
 //
 // Threading: all coroutines run on the host's I/O thread. lifecycle_snapshot(), health()
 // and restart_count() may be called from any thread.
@@ -36,11 +46,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "process/child.hpp"
 #include "protocol/initialize.hpp"
-#include "rpc/async_mutex.hpp"
+#include "exthost/retry.hpp"
+#include "runtime/call_scheduler.hpp"
 #include "rpc/connection.hpp"
 #include "rpc/event.hpp"
 #include "rpc/inbox.hpp"
@@ -51,6 +65,15 @@
 
 namespace exthost::runtime {
 
+// Which calls a restarted child gets again after a transport failure mid-call.
+using RetryMode = exthost::RetryMode;
+
+// How far a request is from its deadline: progress tied to it moves `last` forward.
+struct CallActivity {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  bool capped = false;  // the total limit, not idleness, ended it
+};
+
 struct ProcessSpec {
   std::string id;
   std::string command;  // absolute, or a bare name looked up in PATH
@@ -58,6 +81,7 @@ struct ProcessSpec {
   std::optional<std::filesystem::path> cwd;  // the plugin directory
   std::vector<std::string> environment;      // "NAME=value"; the allowlist when empty
   ResourceLimits limits;                     // per child (exthost/limits.hpp)
+  RetryMode retry = RetryMode::safe;
 };
 
 // Requests by how they ended (SPEC A11). Read from any thread.
@@ -81,8 +105,11 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   boost::asio::awaitable<Result<protocol::InitializeResult>> initialize(std::optional<std::filesystem::path> plugin_root,
                                                                         boost::json::value config);
 
-  // One request with restart-on-transport-failure and the method's deadline.
-  boost::asio::awaitable<Result<boost::json::value>> call(std::string method, boost::json::value params);
+  // One request with the method's idle deadline, a restart after a transport failure, and
+  // one retry when the method is safe to repeat. `activity`, when given, is the request's
+  // progress record, shared with whoever sees progress for it.
+  boost::asio::awaitable<Result<boost::json::value>> call(std::string method, boost::json::value params,
+                                                          std::shared_ptr<CallActivity> activity = nullptr);
   // One request on the running child only; never spawns or restarts.
   boost::asio::awaitable<Result<boost::json::value>> call_no_spawn(std::string method, boost::json::value params);
 
@@ -152,8 +179,11 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   const RestartPolicy& restart_policy() const { return m_policy; }
   // Children spawned over this extension's life (the first one included).
   std::size_t spawn_count() const { return m_spawns.load(); }
-  // Tests hold the call lock and drive a restart directly, as the reference's tests do.
-  rpc::AsyncMutex& call_lock() { return m_call_lock; }
+  // Tests hold the scheduler exclusively and drive a restart directly, as the reference's
+  // tests do with its call lock.
+  CallScheduler& scheduler() { return m_scheduler; }
+  // Whether a failed `method` call may be sent again to a restarted child.
+  bool retry_allowed(std::string_view method, const boost::json::value& params) const;
   // Ends the current child as a transport failure would and waits for the restart.
   boost::asio::awaitable<Result<void>> restart_for_test();
   const Timeouts& timeouts() const { return m_timeouts; }
@@ -167,6 +197,8 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   static constexpr std::chrono::milliseconds k_exit_status_wait{1000};
   // The timer anchor's period: below every call deadline except the quick and shutdown ones.
   static constexpr std::chrono::seconds k_timer_anchor_period{25};
+  // However much progress a request reports, it ends after this many times its deadline.
+  static constexpr int k_progress_total_multiple = 4;
 
  private:
   // One child: its process, connection and lifecycle record. Held by shared pointer by
@@ -199,18 +231,30 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   // Whether the calling coroutine was cancelled (a deadline or its caller's cancellation).
   static boost::asio::awaitable<bool> cancelled();
   boost::asio::awaitable<Result<boost::json::value>> call_inner(std::string method, boost::json::value params,
-                                                                std::shared_ptr<std::uint64_t> sent);
+                                                                std::shared_ptr<std::uint64_t> sent,
+                                                                std::shared_ptr<CallActivity> activity);
   boost::asio::awaitable<Result<boost::json::value>> call_inner_unobserved(std::string method, boost::json::value params,
-                                                                           std::shared_ptr<std::uint64_t> sent);
+                                                                           std::shared_ptr<std::uint64_t> sent,
+                                                                           std::shared_ptr<CallActivity> activity);
+  // A call that failed on a transport and is not sent again: how the child ended (when it
+  // did, within k_exit_status_wait) and its stderr tail are added to `failure`.
+  boost::asio::awaitable<Error> ended_report(std::shared_ptr<Instance> instance, Error failure, std::string why_not);
+  // Ends when the request's idle deadline or its total limit passes (or on cancellation).
+  static boost::asio::awaitable<void> idle_deadline(boost::asio::any_io_executor ex, std::chrono::milliseconds limit,
+                                                    std::shared_ptr<CallActivity> activity);
+  // One request's registration for "$/progress" {id}: forgotten when the request ends.
+  struct ProgressEntry;
   boost::asio::awaitable<Result<boost::json::value>> leased_call(boost::json::value params);
   // call(), with a deadline error in the reference's words for that method
   // ("Extension '<id>' info.get timed out").
   boost::asio::awaitable<Result<boost::json::value>> call_named_timeout(std::string method, boost::json::value params);
   boost::asio::awaitable<Result<boost::json::value>> call_then_unsubscribe(std::string method, boost::json::value params,
-                                                                          rpc::Subscription& subscription);
+                                                                          rpc::Subscription& subscription,
+                                                                          std::shared_ptr<CallActivity> activity);
   boost::asio::awaitable<bool> forward_invoke(rpc::Subscription& subscription, std::string request_id,
-                                              InvokeEventChannel& channel);
-  boost::asio::awaitable<void> forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink);
+                                              InvokeEventChannel& channel, std::shared_ptr<CallActivity> activity);
+  boost::asio::awaitable<void> forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink,
+                                              std::shared_ptr<CallActivity> activity);
   boost::asio::awaitable<protocol::HookResult> hook_outcome(Result<boost::json::value> reply);
   std::uint64_t next_id() { return m_next_id++; }
   void remember_stderr(const process::Child& child);
@@ -221,13 +265,16 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   RestartPolicy m_policy;
   LifecycleMachine m_machine;           // I/O thread only
   std::shared_ptr<rpc::Inbox> m_inbox;  // outlives every child
-  rpc::AsyncMutex m_call_lock;          // one exchange at a time
+  CallScheduler m_scheduler;            // who is in flight, who waits
   rpc::Event m_changed;                 // the machine's state changed
   boost::asio::steady_timer m_backoff;  // the restart delay under way
   std::shared_ptr<Instance> m_current;  // the child serving now; null when none
   std::shared_ptr<process::Child> m_last_child;  // the one before it, until the next ends
   std::optional<Error> m_last_restart_error;
   std::optional<protocol::InitializeResult> m_last_initialize;
+  std::unordered_set<std::string> m_idempotent_tools;  // of the last initialize answer
+  // Requests in flight by id, for "$/progress": the record of each (I/O thread only).
+  std::unordered_map<std::uint64_t, std::weak_ptr<CallActivity>> m_activity;
   std::uint64_t m_next_id = 1;
   // Mirrors of the machine for other threads (health(), restart_count()).
   std::atomic<std::size_t> m_restart_count{0};   // consecutive: the exhaustion budget

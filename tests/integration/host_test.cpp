@@ -37,7 +37,9 @@ class HostTest : public ::testing::Test {
   fs::path root, dir;
 };
 
-TEST_F(HostTest, CallsFromEightThreadsAreAllAnsweredAndNeverOverlapOnTheWire) {
+// The extension declares no concurrency: its requests are written to its pipe in call order
+// and it answers them one after another; each caller gets its own answer.
+TEST_F(HostTest, CallsFromEightThreadsAreEachAnsweredWithTheirOwnResult) {
   manifest("echo");
   exthost::Host host;
   auto info = host.load(dir);
@@ -61,9 +63,6 @@ TEST_F(HostTest, CallsFromEightThreadsAreAllAnsweredAndNeverOverlapOnTheWire) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(answered.load(), k_threads * k_calls);
   EXPECT_EQ(wrong.load(), 0);
-  auto overlaps = host.call_tool(info->id, "overlaps", "{}");
-  ASSERT_TRUE(overlaps.ok());
-  EXPECT_EQ(*overlaps, "0") << "a request was sent while another was unanswered";
 }
 
 // Four loads of one plugin at once used to all succeed: four processes under one id, one

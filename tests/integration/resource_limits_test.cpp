@@ -185,10 +185,13 @@ TEST_F(ResourceLimitsTest, ADaemonThatLeftTheSessionEndsWithItsExtension) {
 
 TEST_F(ResourceLimitsTest, ATransportErrorFromALiveChildIsRetriedAsWithoutLimits) {
   // A malformed frame is not the end of the child: under limits too, the host restarts it
-  // and retries the call once, as the reference does.
+  // and retries the call once, as the reference does (under its retry mode: the attack is
+  // not an idempotent tool).
   exthost::ResourceLimits limits;
   limits.cpu_seconds = 30;
-  exthost::Host host(options(limits));
+  auto o = options(limits);
+  o.retry = exthost::RetryMode::reference;
+  exthost::Host host(o);
   ASSERT_TRUE(host.load(write_fake_plugin(root.path(), "garbler", {"hostile", "length-text"})));
   auto r = host.call_tool("garbler", "attack", "{}");
   ASSERT_FALSE(r);

@@ -39,9 +39,10 @@ class RestartTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove(state_file); }
 
+  // The reference's lifecycle tests, ported: they run under its retry-every-call mode.
   std::shared_ptr<ProcessExtension> start(std::vector<std::string> args, runtime::Timeouts t = {},
                                           runtime::RestartPolicy policy = {}) {
-    return exthost::testing::start_fake(io, std::move(args), t, policy);
+    return exthost::testing::start_fake(io, std::move(args), t, policy, runtime::RetryMode::reference);
   }
 
   HookResult hook(ProcessExtension& ext, bool worker = false) {
@@ -124,7 +125,7 @@ TEST_F(RestartTest, ActualChildExitIsDetectedWhileAnRpcHoldsTheLockAndTheReaderI
   const auto before = ext->lifecycle_snapshot();
   ASSERT_TRUE(before);
   EXPECT_EQ(before->health, Health::running);
-  auto lock = run_bounded(io, ext->call_lock().lock());
+  auto lock = run_bounded(io, ext->scheduler().exclusive());
   ASSERT_TRUE(lock);
   auto connection = ext->connection();
   connection->abort_reader();  // nothing will observe EOF or close the inbox
@@ -150,7 +151,7 @@ TEST_F(RestartTest, ShutdownInvalidatesTheGenerationBeforeWaitingForTheCallLock)
   auto ext = start({"echo"});
   ASSERT_TRUE(ext);
   const auto before = ext->lifecycle_snapshot();
-  auto lock = run_bounded(io, ext->call_lock().lock());
+  auto lock = run_bounded(io, ext->scheduler().exclusive());
   ASSERT_TRUE(lock);
   auto shutdown = asio::co_spawn(io, ext->shutdown(), asio::use_future);
   const auto dead = wait_failed(*ext);
@@ -167,7 +168,7 @@ TEST_F(RestartTest, InPlaceRestartChangesTheGenerationAndOldInvalidationIsIsolat
   ASSERT_TRUE(ext);
   const auto before = ext->lifecycle_snapshot();
   auto old = ext->inbox().current_lifecycle();
-  auto lock = run_bounded(io, ext->call_lock().lock());
+  auto lock = run_bounded(io, ext->scheduler().exclusive());
   ASSERT_TRUE(lock);
   auto restart = asio::co_spawn(io, ext->restart_for_test(), asio::use_future);
   // Inside the restart delay: the old generation is invalid and nothing new is live yet.
@@ -198,6 +199,7 @@ TEST_F(RestartTest, TransportEofInvalidatesTheGenerationEvenWhileTheChildIsAlive
   // A child that closes stdout but stays alive.
   runtime::ProcessSpec spec;
   spec.id = "lifecycle-eof";
+  spec.retry = runtime::RetryMode::reference;
   spec.command = "/bin/sh";
   spec.args = {"-c", "IFS= read -r trigger; exec 1>&-; IFS= read -r hold"};
   auto r = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec));
@@ -288,6 +290,7 @@ TEST_F(RestartTest, RestartCountReportsTransportRestarts) {
 TEST_F(RestartTest, TheRestartedChildIsInitializedWithTheCachedConfig) {
   runtime::ProcessSpec spec;
   spec.id = "fake";
+  spec.retry = runtime::RetryMode::reference;
   spec.command = EXTHOST_FAKE_EXTENSION;
   spec.args = {"crash-once", state_file.string()};
   auto r = run_bounded(io, ProcessExtension::spawn(io.get_executor(), spec));

@@ -16,11 +16,13 @@ namespace exthost::testing {
 // the spawn fails.
 inline std::shared_ptr<runtime::ProcessExtension> spawn_fake(boost::asio::io_context& io, std::vector<std::string> args,
                                                              runtime::Timeouts timeouts = {},
-                                                             runtime::RestartPolicy policy = {}) {
+                                                             runtime::RestartPolicy policy = {},
+                                                             runtime::RetryMode retry = runtime::RetryMode::safe) {
   runtime::ProcessSpec spec;
   spec.id = "fake";
   spec.command = EXTHOST_FAKE_EXTENSION;
   spec.args = std::move(args);
+  spec.retry = retry;
   auto r = run_bounded(io, runtime::ProcessExtension::spawn(io.get_executor(), spec, timeouts, policy));
   if (!r || !r->ok()) {
     ADD_FAILURE() << "spawning the fake extension failed" << (r ? ": " + r->error().message : std::string());
@@ -32,8 +34,9 @@ inline std::shared_ptr<runtime::ProcessExtension> spawn_fake(boost::asio::io_con
 // spawn_fake(), then the handshake with an empty config; null on any failure.
 inline std::shared_ptr<runtime::ProcessExtension> start_fake(boost::asio::io_context& io, std::vector<std::string> args,
                                                              runtime::Timeouts timeouts = {},
-                                                             runtime::RestartPolicy policy = {}) {
-  auto ext = spawn_fake(io, std::move(args), timeouts, policy);
+                                                             runtime::RestartPolicy policy = {},
+                                                             runtime::RetryMode retry = runtime::RetryMode::safe) {
+  auto ext = spawn_fake(io, std::move(args), timeouts, policy, retry);
   if (!ext) return nullptr;
   auto init = run_bounded(io, ext->initialize(std::nullopt, boost::json::object()));
   if (!init || !init->ok()) {
