@@ -485,11 +485,15 @@ class Server {
     release_slot();
   }
 
-  // The reading thread may read on, the stop may end.
+  // The reading thread may read on, the stop may end. The wake-up comes once the slot is
+  // free (so that the reading thread finds it so, and starts a request it held meanwhile),
+  // and under the lock: once it is released, the stop may end and the server go, so this
+  // thread touches nothing of it after.
   void release_slot() {
-    m_wakeup.notify();
     std::lock_guard lock(m_mutex);
-    if (--m_active == 0) m_idle.notify_all();
+    --m_active;
+    m_wakeup.notify();
+    if (m_active == 0) m_idle.notify_all();
   }
 
   // --- a request's own thread ----------------------------------------------------------
