@@ -19,7 +19,9 @@ struct ServeOptions {
 // error). Requests run concurrently (up to k_max_serve_in_flight at once; past that, or
 // while the output is backed up, the input is not read), so replies may come in any order;
 // one thread of its own writes the output, so a slow client never holds the host's I/O
-// thread. Returns 0 after a clean end, 1 when the input broke the framing.
+// thread. A client's notification "$/cancelRequest" {"id": <its request's id>} cancels that
+// request while it runs (reply -32800 "request cancelled"). Returns 0 after a clean end, 1
+// when the input broke the framing.
 int serve(const ServeOptions& options);
 
 // How many requests one server runs at once: enough for every extension to be busy, few

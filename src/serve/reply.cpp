@@ -40,13 +40,17 @@ std::optional<std::string> stream_event_frame(std::string_view raw_id, std::stri
                   body_size);
 }
 
-std::string error_frame(std::string_view raw_id, int code, std::string_view message, const boost::json::value* data) {
+std::string error_frame(std::string_view raw_id, int code, std::string_view message, const boost::json::value* data,
+                        const boost::json::value* smaller_data) {
   const std::string text = boost::json::serialize(boost::json::string_view(util::utf8_prefix(message, k_max_error_message)));
   const std::string code_text = std::to_string(code);
   const std::string data_text = data ? R"(,"data":)" + boost::json::serialize(*data) : std::string();
-  // The data (which may echo a client's text) gives way first, then the id, until the frame
-  // fits: a reply the client can match to its request is worth more than its data.
-  const std::string_view attempts[][2] = {{raw_id, data_text}, {raw_id, {}}, {k_null_id, {}}};
+  const std::string smaller_text =
+      data && smaller_data ? R"(,"data":)" + boost::json::serialize(*smaller_data) : data_text;
+  // The data (which may echo a client's text) gives way first, its large parts before the
+  // rest, then the id, until the frame fits: a reply the client can match to its request is
+  // worth more than its data.
+  const std::string_view attempts[][2] = {{raw_id, data_text}, {raw_id, smaller_text}, {raw_id, {}}, {k_null_id, {}}};
   std::size_t size = 0;
   for (const auto& [id, extra] : attempts) {
     auto frame = frame_of({R"({"jsonrpc":"2.0","id":)", id, R"(,"error":{"code":)", code_text, R"(,"message":)", text,

@@ -35,7 +35,9 @@ std::optional<std::string> stream_event_frame(std::string_view raw_id, std::stri
 
 // The frame of an error reply, always within the cap: the message is cut to
 // k_max_error_message, and an id or data too long to fit are left out (the id as null).
+// `smaller_data`, when given, is tried before leaving the data out: the same data without
+// its large parts (an extension's error data, a command's output).
 std::string error_frame(std::string_view raw_id, int code, std::string_view message,
-                        const boost::json::value* data = nullptr);
+                        const boost::json::value* data = nullptr, const boost::json::value* smaller_data = nullptr);
 
 }  // namespace exthost::server

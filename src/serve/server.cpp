@@ -2,9 +2,13 @@
 // notifications out.
 //
 // The reading thread watches the input and the stop descriptor together and hands each
-// request to a thread of its own. It reads no further while k_max_serve_in_flight requests
-// run or while the output queue is at its budget, so a client that floods requests, or
-// stops reading, is slowed rather than buffered. Every frame goes out through the
+// request to a thread of its own. While k_max_serve_in_flight requests run, it keeps
+// reading a little (requests wait parsed, up to k_max_held_bytes of them) so that a
+// "$/cancelRequest" still gets through; past that, or while the output queue is at its
+// budget, it reads no further, so a client that floods requests, or stops reading, is
+// slowed rather than buffered. Each running request has a stop source, found by its id
+// (RunningRequests), which a "$/cancelRequest" naming that id requests: the Host's call
+// then ends at once with ErrorKind::cancelled. Every frame goes out through the
 // OutputWriter's thread; a stream's events cross from the host's I/O thread through a
 // StreamRelay, so nothing here ever holds the I/O thread. Stopping (end of input,
 // host.shutdown, a byte on stop_fd) cancels what runs instead of waiting for it.
@@ -20,8 +24,10 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <thread>
 #include <variant>
 
@@ -29,6 +35,7 @@
 #include "serve/output_writer.hpp"
 #include "serve/reply.hpp"
 #include "serve/request_id.hpp"
+#include "serve/running_requests.hpp"
 #include "serve/stream_relay.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
@@ -53,6 +60,13 @@ constexpr int k_request_cancelled = -32800;  // the client cancelled it (LSP's c
 
 // Bytes taken from the input at once.
 constexpr std::size_t k_input_chunk = 64 * 1024;
+// Body bytes of requests that may wait parsed while every in-flight slot is taken; past
+// that (and at least one request) the input is no longer read.
+constexpr std::size_t k_max_held_bytes = 1024 * 1024;
+// The client's notification that cancels one of its requests (LSP's name).
+constexpr std::string_view k_cancel_method = "$/cancelRequest";
+// The message of every reply to a cancelled request.
+constexpr std::string_view k_cancelled_message = "request cancelled";
 // While stopping, how long to wait for the request threads between two rounds of
 // Host::shutdown_all(): a request that started a call after one round is cancelled by the
 // next, so no call outlives the stop.
@@ -84,18 +98,17 @@ std::string kind_name(ErrorKind k) {
 
 std::string mib(std::size_t bytes) { return std::to_string(bytes / (1024 * 1024)) + " MiB"; }
 
-// A failed request: its code and kind, the message (naming the extension, as the host's
-// own texts do) and the extension it concerned, if any.
+// A failed request: its code and kind, and the Error (its message, naming the extension as
+// the host's own texts do; its cause; the extension concerned when known; the extension's
+// own error code and data). `output`: what a cancelled command had collected, as JSON text.
 struct Failure {
   int code = k_internal_error;
   std::string kind = "internal";
-  std::string message;
-  std::string extension;
+  Error error;
+  std::optional<std::string> output;
 
-  Failure(Error e, std::string ext)
-      : code(code_for(e.kind)), kind(kind_name(e.kind)), message(std::move(e.message)), extension(std::move(ext)) {}
-  Failure(int c, std::string k, std::string m, std::string ext)
-      : code(c), kind(std::move(k)), message(std::move(m)), extension(std::move(ext)) {}
+  explicit Failure(Error e) : code(code_for(e.kind)), kind(kind_name(e.kind)), error(std::move(e)) {}
+  Failure(int c, std::string k, Error e) : code(c), kind(std::move(k)), error(std::move(e)) {}
 };
 
 // A successful answer: a JSON text, or {"<key>": JSON text} with a key.
@@ -111,12 +124,18 @@ struct Request {
   std::string raw_id;  // the id's bytes as they came
   std::string method;
   json::value params;
+  std::string key;        // how a cancel names it (RunningRequests)
+  std::size_t bytes = 0;  // its body's size, while it waits parsed
+  std::optional<server::RunningRequests::Handle> running;  // set while it runs
 };
 
-Reply wrapped(Result<std::string> r, const std::string& extension, std::string key) {
-  if (!r) return Failure{std::move(r).error(), extension};
+Reply wrapped(Result<std::string> r, std::string key) {
+  if (!r) return Failure{std::move(r).error()};
   return Answer{std::move(r).value(), std::move(key)};
 }
+
+// The reply to a request its client cancelled.
+Failure cancelled_failure() { return Failure{Error::cancelled(std::string(k_cancelled_message))}; }
 
 const json::string* str(const json::value& params, std::string_view key) {
   const auto* o = params.if_object();
@@ -130,58 +149,36 @@ const json::value* member(const json::value& params, std::string_view key) {
 }
 
 Failure missing(std::string_view key) {
-  return Failure{Error::usage("missing or invalid '" + std::string(key) + "' parameter"), {}};
+  return Failure{Error::usage("missing or invalid '" + std::string(key) + "' parameter")
+                     .because(ErrorCause::invalid_request)};
 }
 
-// The extension a request concerns, as its error replies name it: the `id` parameter, or
-// the plugin part of tool.call's tool name.
-std::string extension_of(const Request& r) {
-  if (r.method == "tool.call") {
-    const auto* tool = str(r.params, "tool");
-    if (!tool) return {};
-    const std::string name(*tool);
-    return name.substr(0, name.find(':'));
-  }
-  if (r.method == "host.load" || r.method == "host.discover" || r.method == "host.list" || r.method == "host.tools" ||
-      r.method == "hook.emit" || r.method == "session.start" || r.method == "session.end") {
-    return {};
-  }
-  const auto* id = str(r.params, "id");
-  return id ? std::string(*id) : std::string();
-}
-
-std::string failure_frame(const Request& r, const Failure& f) {
-  json::object data{{"kind", f.kind}, {"method", r.method}};
-  data["extension"] = f.extension.empty() ? json::value(nullptr) : json::value(f.extension);
-  const json::value data_value(std::move(data));
-  return server::error_frame(r.raw_id, f.code, r.method + ": " + f.message, &data_value);
+// Whether the request names an extension by its `id` parameter.
+bool names_extension_by_id(const std::string& method) {
+  return !(method == "host.load" || method == "host.discover" || method == "host.list" || method == "host.tools" ||
+           method == "tool.call" || method == "hook.emit" || method == "session.start" || method == "session.end");
 }
 
 // A failure whose message names the extension when there is one.
-Failure server_failure(int code, std::string kind, const std::string& extension, const std::string& text) {
+Failure server_failure(int code, std::string kind, ErrorKind error_kind, ErrorCause cause, const std::string& extension,
+                       const std::string& text) {
   const std::string message = extension.empty() ? text : "Extension '" + extension + "': " + text;
-  return Failure{code, std::move(kind), message, extension};
+  return Failure{code, std::move(kind), Error{error_kind, message, cause}.from(extension)};
 }
 
 Failure over_cap(const std::string& extension, std::string_view what, std::size_t bytes) {
-  return server_failure(extension.empty() ? k_internal_error : k_extension_error,
-                        extension.empty() ? "internal" : "extension", extension,
+  const bool ext = !extension.empty();
+  return server_failure(ext ? k_extension_error : k_internal_error, ext ? "extension" : "internal",
+                        ext ? ErrorKind::extension : ErrorKind::internal, ErrorCause::output_limit, extension,
                         std::string(what) + " of " + std::to_string(bytes) + " bytes exceeds the " +
                             mib(server::k_max_output_body) + " frame cap");
 }
 
-// The frame answering `r` with `reply`; a result over the frame cap becomes an error.
-std::string reply_frame(const Request& r, const Reply& reply) {
-  if (const auto* answer = std::get_if<Answer>(&reply)) {
-    std::size_t size = 0;
-    if (auto frame = server::result_frame(r.raw_id, answer->json, size, answer->key)) return std::move(*frame);
-    return failure_frame(r, over_cap(extension_of(r), "result", size));
-  }
-  return failure_frame(r, std::get<Failure>(reply));
-}
-
-std::string internal_error_frame(const Request& r, std::string_view what) {
-  return failure_frame(r, Failure{k_internal_error, "internal", "internal error: " + std::string(what), extension_of(r)});
+// A JSON text the host produced, as a value (null if it is not one after all).
+json::value parsed_text(const std::string& text) {
+  wire::JsonParser parser;
+  auto v = parser.parse(text);
+  return v ? std::move(v).value() : json::value(nullptr);
 }
 
 bool known(const std::string& method) {
@@ -231,7 +228,10 @@ struct JoinOnExit {
 class Server {
  public:
   explicit Server(const ServeOptions& o)
-      : m_options(o), m_host(o.host), m_writer(o.output_fd, [this] { m_wakeup.notify(); }) {
+      : m_options(o),
+        m_host(o.host),
+        m_writer(o.output_fd, [this] { m_wakeup.notify(); }),
+        m_running(static_cast<std::size_t>(k_max_serve_in_flight)) {
     m_stop_watched = o.stop_fd >= 0;
   }
 
@@ -253,13 +253,24 @@ class Server {
  private:
   // --- reading -------------------------------------------------------------------------
 
-  // Whether another request may start: a slot is free and the output has room.
-  bool may_start() {
-    {
-      std::lock_guard lock(m_mutex);
-      if (m_active >= k_max_serve_in_flight) return false;
+  // Whether a request may start now: a slot is free (the output's room is asked apart).
+  bool slot_free() {
+    std::lock_guard lock(m_mutex);
+    return m_active < k_max_serve_in_flight;
+  }
+
+  // Whether another frame may be read and parsed: the output has room, and the requests
+  // waiting for a slot are below k_max_held_bytes.
+  bool may_read() { return m_held_bytes < k_max_held_bytes && m_writer.accepting(); }
+
+  // Starts the requests that wait for a slot, in order, while slots are free.
+  void start_held() {
+    while (!m_held.empty() && slot_free() && m_writer.accepting()) {
+      Request r = std::move(m_held.front());
+      m_held.pop_front();
+      m_held_bytes -= r.bytes;
+      start(std::move(r));
     }
-    return m_writer.accepting();
   }
 
   // Reads and starts requests until the input ends, host.shutdown arrives or stop_fd is
@@ -270,7 +281,8 @@ class Server {
     std::size_t input_offset = 0;
     bool input_open = true;
     for (;;) {
-      while (input_offset < input.size() && may_start()) {
+      start_held();
+      while (input_offset < input.size() && may_read()) {
         auto step = parser.feed(std::string_view(input).substr(input_offset));
         input_offset += step.consumed;
         if (step.error) {
@@ -283,7 +295,8 @@ class Server {
       if (input_offset == input.size()) {
         input.clear();
         input_offset = 0;
-        if (!input_open) {
+        // Requests still waiting for a slot run before the end of the input stops the server.
+        if (!input_open && m_held.empty()) {
           if (auto err = parser.finish()) {
             util::log().warn("serve: {}", *err);
             return 1;
@@ -291,7 +304,7 @@ class Server {
           return 0;
         }
       }
-      const bool read_input = input_open && input.empty() && may_start();
+      const bool read_input = input_open && input.empty() && may_read();
       // Held back (the client reads nothing), the input is still watched for its end: a
       // client that closes its side of the pipe is gone, and the server stops, whatever it
       // had not read yet (POLLHUP comes with no event asked for).
@@ -348,7 +361,7 @@ class Server {
   }
 
   void handle_frame(std::string body) {
-    Request r{std::string(server::k_null_id), {}, {}};
+    Request r{std::string(server::k_null_id), {}, {}, {}, body.size(), std::nullopt};
     try {
       // Kept: an id beyond the double range is echoed as its bytes; params holding such a
       // number are refused below.
@@ -365,12 +378,16 @@ class Server {
       if (id_valid) {
         const auto raw = server::raw_member(body, "id");
         r.raw_id = raw ? std::string(*raw) : json::serialize(*id);
+        r.key = id->is_string() ? server::string_id_key(id->get_string()) : server::number_id_key(r.raw_id);
       }
       if (method == nullptr || !method->is_string()) {
         m_writer.push_now(server::error_frame(r.raw_id, k_invalid_request, "Invalid Request: expected a method"));
         return;
       }
-      if (id == nullptr || id->is_null()) return;  // notifications ask for nothing
+      if (id == nullptr || id->is_null()) {  // notifications ask for nothing, but one cancels
+        if (method->get_string() == k_cancel_method) cancel(body, o->if_contains("params"));
+        return;
+      }
       if (!id_valid) {
         m_writer.push_now(
             server::error_frame(server::k_null_id, k_invalid_request, "Invalid Request: id must be a string or a number"));
@@ -393,6 +410,11 @@ class Server {
                                               r.method + ": invalid params: a number is beyond the double range"));
         return;
       }
+      if (!m_held.empty() || !slot_free() || !m_writer.accepting()) {
+        m_held_bytes += r.bytes;
+        m_held.push_back(std::move(r));
+        return;
+      }
       start(std::move(r));
     } catch (const std::exception& e) {
       internal_error_now(r, e.what());
@@ -408,25 +430,70 @@ class Server {
                           : internal_error_frame(r, what));
   }
 
-  // Runs `r` on a thread of its own.
+  // "$/cancelRequest" {"id": <a request's id>}: the running request of that id is stopped
+  // (its thread answers it), one still waiting for a slot is answered now and never runs.
+  // Anything else (no such request, a malformed id) is ignored: a notification has no reply.
+  void cancel(const std::string& body, const json::value* params) {
+    const json::value* target = params && params->is_object() ? params->get_object().if_contains("id") : nullptr;
+    if (target == nullptr || !(target->is_string() || target->is_number())) {
+      util::log().debug("serve: {} without a string or number id: ignored", k_cancel_method);
+      return;
+    }
+    std::string key;
+    if (target->is_string()) {
+      key = server::string_id_key(target->get_string());
+    } else {
+      const auto raw_params = server::raw_member(body, "params");
+      const auto raw = raw_params ? server::raw_member(*raw_params, "id") : std::nullopt;
+      key = server::number_id_key(raw ? *raw : std::string_view(json::serialize(*target)));
+    }
+    std::size_t found = m_running.cancel(key);
+    for (auto it = m_held.begin(); it != m_held.end();) {
+      if (it->key != key) {
+        ++it;
+        continue;
+      }
+      m_held_bytes -= it->bytes;
+      m_writer.push_now(failure_frame(*it, cancelled_failure()));
+      it = m_held.erase(it);
+      ++found;
+    }
+    if (found == 0) util::log().debug("serve: {} for no running request: ignored", k_cancel_method);
+  }
+
+  // Runs `r` on a thread of its own, cancellable by its id.
   void start(Request r) {
     {
       std::lock_guard lock(m_mutex);
       ++m_active;
     }
+    std::optional<server::RunningRequests::Handle> running;
     try {
+      running = m_running.add(r.key);
+      r.running = running;
       std::thread([this, r = std::move(r)]() mutable { run_request(std::move(r)); }).detach();
     } catch (...) {
-      finished();
+      if (running) m_running.remove(*running);
+      release_slot();
       throw;
     }
   }
 
-  // A slot is free again: the reading thread may read on, the stop may end.
-  void finished() {
-    m_wakeup.notify();
+  // `r` is answered: a cancel no longer finds it, and its slot is free again.
+  void finished(const Request& r) {
+    if (r.running) m_running.remove(*r.running);
+    release_slot();
+  }
+
+  // The reading thread may read on, the stop may end. The wake-up comes once the slot is
+  // free (so that the reading thread finds it so, and starts a request it held meanwhile),
+  // and under the lock: once it is released, the stop may end and the server go, so this
+  // thread touches nothing of it after.
+  void release_slot() {
     std::lock_guard lock(m_mutex);
-    if (--m_active == 0) m_idle.notify_all();
+    --m_active;
+    m_wakeup.notify();
+    if (m_active == 0) m_idle.notify_all();
   }
 
   // --- a request's own thread ----------------------------------------------------------
@@ -447,22 +514,94 @@ class Server {
     } catch (...) {
       util::log().error("serve: {}: the answer could not be written", r.method);
     }
-    finished();
+    finished(r);
+  }
+
+  // --- answers -------------------------------------------------------------------------
+
+  // The plugin whose tool `name` is (a runtime or an API name); empty for an unknown tool.
+  std::string tool_owner(const std::string& name) {
+    for (const auto& t : m_host.tools()) {
+      if (t.runtime_name == name || t.api_name == name) return t.runtime_name.substr(0, t.runtime_name.find(':'));
+    }
+    return {};
+  }
+
+  // The extension an error reply to `r` names (data.extension): the one the error says
+  // answered or failed; else the owner of tool.call's tool (none for an unknown tool); else
+  // the extension the `id` parameter names, unless the error is that no such extension is
+  // loaded. Empty: none.
+  std::string extension_for(const Request& r, const Error* e) {
+    if (e != nullptr && !e->extension_id.empty()) return e->extension_id;
+    if (r.method == "tool.call") {
+      const auto* tool = str(r.params, "tool");
+      return tool ? tool_owner(std::string(*tool)) : std::string();
+    }
+    if (!names_extension_by_id(r.method)) return {};
+    const auto* id = str(r.params, "id");
+    if (!id) return {};
+    std::string named(*id);
+    if (e != nullptr && e->kind == ErrorKind::usage && !m_host.health(named)) return {};
+    return named;
+  }
+
+  // The error reply to `r`. Its data: kind, method, extension, cause; for an extension's
+  // own error answer its code and (when it sent one) its data; for a cancelled command
+  // the output it had collected. Those last two are the first left out when the frame
+  // would exceed the cap.
+  std::string failure_frame(const Request& r, const Failure& f) {
+    const std::string ext = extension_for(r, &f.error);
+    json::object data{{"kind", f.kind}, {"method", r.method}};
+    data["extension"] = ext.empty() ? json::value(nullptr) : json::value(ext);
+    data["cause"] = cause_name(f.error.cause);
+    if (f.error.code) data["code"] = *f.error.code;
+    const std::string message =
+        f.code == k_request_cancelled ? std::string(k_cancelled_message) : r.method + ": " + f.error.message;
+    if (!f.error.data_json && !f.output) {
+      const json::value data_value(std::move(data));
+      return server::error_frame(r.raw_id, f.code, message, &data_value);
+    }
+    const json::value smaller(data);
+    if (f.error.data_json) data["data"] = parsed_text(*f.error.data_json);
+    if (f.output) data["output"] = parsed_text(*f.output);
+    const json::value data_value(std::move(data));
+    return server::error_frame(r.raw_id, f.code, message, &data_value, &smaller);
+  }
+
+  // The frame answering `r` with `reply`; a result over the frame cap becomes an error.
+  std::string reply_frame(const Request& r, const Reply& reply) {
+    if (const auto* answer = std::get_if<Answer>(&reply)) {
+      std::size_t size = 0;
+      if (auto frame = server::result_frame(r.raw_id, answer->json, size, answer->key)) return std::move(*frame);
+      return failure_frame(r, over_cap(extension_for(r, nullptr), "result", size));
+    }
+    return failure_frame(r, std::get<Failure>(reply));
+  }
+
+  std::string internal_error_frame(const Request& r, std::string_view what) {
+    return failure_frame(r, Failure{Error{ErrorKind::internal, "internal error: " + std::string(what), ErrorCause::internal}});
   }
 
   // The frame answering `r`; empty when it was already written.
-  std::string answer(const Request& r) {
-    if (m_stopping) return failure_frame(r, Failure{k_internal_error, "internal", "the server is stopping", {}});
+  std::string answer(Request& r) {
+    if (m_stopping) {
+      return failure_frame(r, Failure{Error{ErrorKind::internal, "the server is stopping", ErrorCause::stopped}});
+    }
+    const std::stop_token stop = r.running ? r.running->source.get_token() : std::stop_token();
+    if (stop.stop_requested()) return failure_frame(r, cancelled_failure());  // cancelled before it began
     if (r.method == "provider.stream") return stream(r);
-    return reply_frame(r, dispatch(r));
+    return reply_frame(r, dispatch(r, stop));
   }
 
-  Reply info_reply(Result<ExtensionInfo> r, const std::string& extension) {
-    if (!r) return Failure{std::move(r).error(), extension};
+  Reply info_reply(Result<ExtensionInfo> r) {
+    if (!r) return Failure{std::move(r).error()};
     return Answer{to_json_text(*r), {}};
   }
 
-  Reply dispatch(const Request& r) {
+  // What `r` answers. The methods that talk to an extension take `stop`, and a cancelled
+  // one answers -32800; loading, unloading and discovery are bounded by their own
+  // deadlines and run to their end.
+  Reply dispatch(const Request& r, const std::stop_token& stop) {
     const std::string& method = r.method;
     const json::value& params = r.params;
     const auto* id = str(params, "id");
@@ -470,7 +609,7 @@ class Server {
     if (method == "host.load") {
       const auto* path = str(params, "path");
       if (!path) return missing("path");
-      return info_reply(m_host.load(std::string(*path)), {});
+      return info_reply(m_host.load(std::string(*path)));
     }
     if (method == "host.discover") return Answer{to_json_text(m_host.discover()), {}};
     if (method == "host.list") {
@@ -490,11 +629,11 @@ class Server {
       ToolCallContext context;
       if (const auto* s = str(params, "session_id")) context.session_id = std::string(*s);
       if (const auto* c = str(params, "cwd")) context.cwd = std::string(*c);
-      auto result =
-          m_host.call_named_tool(std::string(*tool), input ? json::serialize(*input) : std::string("{}"), context);
-      return wrapped(std::move(result), extension_of(r), "result");
+      auto result = m_host.call_named_tool(std::string(*tool), input ? json::serialize(*input) : std::string("{}"),
+                                           context, stop);
+      return wrapped(std::move(result), "result");
     }
-    if (method == "hook.emit") return wrapped(m_host.emit_hook(json::serialize(params)), {}, "result");
+    if (method == "hook.emit") return wrapped(m_host.emit_hook(json::serialize(params), stop), "result");
     if (method == "session.start" || method == "session.end") {
       const auto* session = str(params, "session_id");
       if (!session) return missing("session_id");
@@ -506,19 +645,19 @@ class Server {
       auto ended = m_host.session_end(std::string(*session), transcript && !transcript->is_null()
                                                                   ? json::serialize(*transcript)
                                                                   : std::string());
-      if (!ended) return Failure{std::move(ended).error(), {}};
+      if (!ended) return Failure{std::move(ended).error()};
       return Answer{*ended ? "true" : "false", "completed"};
     }
     if (!id) return missing("id");
     if (method == "host.unload") {
       auto unloaded = m_host.unload(ext);
-      if (!unloaded) return Failure{std::move(unloaded).error(), ext};
+      if (!unloaded) return Failure{std::move(unloaded).error()};
       return Answer{"true", "ok"};
     }
-    if (method == "host.reload") return info_reply(m_host.reload(ext), ext);
+    if (method == "host.reload") return info_reply(m_host.reload(ext));
     if (method == "host.health") {
       auto health = m_host.health(ext);
-      if (!health) return Failure{Error::usage("Extension '" + ext + "' not found"), ext};
+      if (!health) return Failure{Error::usage("Extension '" + ext + "' not found").because(ErrorCause::not_found)};
       auto info = m_host.extension_info(ext);
       auto life = m_host.lifecycle(ext);
       json::object o{{"health", std::string(to_string(*health))}, {"restart_count", info ? info->restart_count : 0}};
@@ -529,11 +668,11 @@ class Server {
     }
     if (method == "host.stats") {
       auto s = m_host.stats(ext);
-      if (!s) return Failure{std::move(s).error(), ext};
+      if (!s) return Failure{std::move(s).error()};
       return Answer{to_json_text(*s), {}};
     }
-    if (method == "host.config") return wrapped(m_host.config_report(ext), ext, "config");
-    if (method == "info.get") return wrapped(m_host.info(ext), ext, "info");
+    if (method == "host.config") return wrapped(m_host.config_report(ext), "config");
+    if (method == "info.get") return wrapped(m_host.info(ext, stop), "info");
     if (method == "command.invoke") {
       const auto* command = str(params, "command");
       if (!command) return missing("command");
@@ -544,32 +683,41 @@ class Server {
           args.emplace_back(item.get_string());
         }
       }
-      auto invoked = m_host.invoke_command(ext, std::string(*command), args);
-      if (!invoked) return Failure{std::move(invoked).error(), ext};
+      auto invoked = m_host.invoke_command(ext, std::string(*command), args, stop);
+      if (!invoked) return Failure{std::move(invoked).error()};
+      if (invoked->cancelled) {  // answered as cancelled, with what it had collected
+        Failure f = cancelled_failure();
+        f.output = to_json_text(*invoked);
+        return f;
+      }
       return Answer{to_json_text(*invoked), {}};
     }
     if (method == "provider.complete") {
       const auto* p = member(params, "params");
-      return wrapped(m_host.complete(ext, p ? json::serialize(*p) : std::string("{}")), ext, "result");
+      return wrapped(m_host.complete(ext, p ? json::serialize(*p) : std::string("{}"), stop), "result");
     }
-    return Failure{Error::internal("no handler for a known method"), {}};
+    return Failure{Error::internal("no handler for a known method")};
   }
+
 
   // provider.stream: the host's call runs on a helper thread while this one takes each
   // event from the relay to the output, waiting for room there as any request does.
-  // Writes its own answer (and returns nothing) when the stream had to be cut.
-  std::string stream(const Request& r) {
+  // Writes its own answer (and returns nothing) when the stream had to be cut. A cancel
+  // stops the host's call; the events it had sent are delivered, then the -32800 reply.
+  std::string stream(Request& r) {
     const auto* id = str(r.params, "id");
     if (!id) return reply_frame(r, missing("id"));
     const std::string ext(*id);
     const auto* p = member(r.params, "params");
     const std::string turn = p ? json::serialize(*p) : std::string("{}");
+    std::stop_source stop = r.running ? r.running->source : std::stop_source(std::nostopstate);
 
     auto relay = std::make_shared<server::StreamRelay>();
     std::optional<Result<std::string>> outcome;  // written by the helper before relay->close()
-    std::thread helper([this, relay, &outcome, &ext, &turn] {
+    std::thread helper([this, relay, &outcome, &ext, &turn, token = stop.get_token()] {
       try {
-        outcome = m_host.stream(ext, turn, [relay](const std::string& event) { relay->offer(event); });
+        outcome = m_host.stream(
+            ext, turn, [relay](const std::string& event) { relay->offer(event); }, token);
       } catch (const std::exception& e) {
         outcome = Error::internal(std::string("internal error: ") + e.what());
       } catch (...) {
@@ -596,19 +744,20 @@ class Server {
       ++delivered;
     }
     if (!failure && relay->overflowed()) {
-      failure = server_failure(k_output_error, "output", ext,
+      failure = server_failure(k_output_error, "output", ErrorKind::extension, ErrorCause::output_limit, ext,
                                "the client read the stream too slowly: its events outgrew the " +
                                    mib(server::k_stream_buffer_budget) + " buffer, so the stream was cut after " +
                                    std::to_string(delivered) + " events");
     }
     if (failure) {
-      // Answered now; the host's call may still run (it has no way to be cancelled from
-      // here) and keeps this request's slot until it ends.
+      // Answered now; the host's call is stopped, and keeps this request's slot until it
+      // has ended.
+      stop.request_stop();
       m_writer.push(failure_frame(r, *failure));
       return {};
     }
     helper.join();
-    return reply_frame(r, wrapped(std::move(*outcome), ext, "result"));
+    return reply_frame(r, wrapped(std::move(*outcome), "result"));
   }
 
   // --- stopping ------------------------------------------------------------------------
@@ -624,6 +773,11 @@ class Server {
   void stop() {
     m_stopping = true;
     m_writer.stop_waiting();  // what is still to be written is already in memory
+    for (const Request& r : m_held) {  // never started: none will now
+      m_writer.push(failure_frame(r, Failure{Error{ErrorKind::internal, "the server is stopping", ErrorCause::stopped}}));
+    }
+    m_held.clear();
+    m_held_bytes = 0;
     std::atomic<bool> done{false};
     std::thread stopper([this, &done] {
       try {
@@ -671,8 +825,11 @@ class Server {
   std::mutex m_mutex;  // guards m_active
   std::condition_variable m_idle;
   int m_active = 0;
+  server::RunningRequests m_running;  // what a cancel may stop, by id
   std::atomic<bool> m_stopping{false};
   // The reading thread's own state.
+  std::deque<Request> m_held;   // parsed, waiting for a slot, in order
+  std::size_t m_held_bytes = 0;  // their bodies' bytes
   bool m_stop_requested = false;            // host.shutdown arrived
   std::optional<std::string> m_shutdown_id;  // its id, answered last
   bool m_stop_watched = false;              // stop_fd is open and watched

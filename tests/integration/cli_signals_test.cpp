@@ -304,6 +304,83 @@ TEST_F(CliSignals, AnInterruptedConformanceCheckKillsItsExtensionsGroup) {
   EXPECT_TRUE(gone_soon(stalled.child));
 }
 
+// The first signal cancels the operation under way before the ladder stops every extension:
+// the extension (mode cancel-record, which declares cancellation) receives "$/cancelRequest"
+// for its own request, and a command prints what it had sent.
+class CliCancel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = fs::temp_directory_path() / ("exthost-cli-cancel-" + std::to_string(::getpid()));
+    dir = root / "rec";
+    fs::create_directories(dir / ".synaps-plugin");
+    log = root / "record.jsonl";
+    std::ofstream(dir / ".synaps-plugin/plugin.json")
+        << R"({"extension":{"protocol_version":1,"runtime":"process","command":")" << EXTHOST_FAKE_EXTENSION
+        << R"(","args":["cancel-record",")" << log.string()
+        << R"("],"permissions":["tools.register","providers.register"]}})";
+  }
+  void TearDown() override { fs::remove_all(root); }
+
+  std::vector<boost::json::object> records() const {
+    std::vector<boost::json::object> out;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) out.push_back(boost::json::parse(line).as_object());
+    }
+    return out;
+  }
+  // The extension's id of the `method` request it holds, once it has it.
+  std::optional<boost::json::value> received(const std::string& method) const {
+    for (const auto& r : records()) {
+      if (r.contains("received") && r.at("received").as_string() == method) return r.at("id");
+    }
+    return std::nullopt;
+  }
+  bool cancel_received_for(const boost::json::value& id) const {
+    return wait_until(
+        [&] {
+          for (const auto& r : records()) {
+            if (r.contains("cancel") && r.at("cancel") == id) return true;
+          }
+          return false;
+        },
+        k_ready_bound);
+  }
+  std::vector<std::string> args(std::vector<std::string> a) const {
+    a.push_back("--home");
+    a.push_back((root / "home").string());
+    return a;
+  }
+
+  fs::path root, dir, log;
+};
+
+TEST_F(CliCancel, SigintCancelsTheToolCallInFlightThenStopsEverything) {
+  Command call(args({"call", dir.string(), "wait"}), root / "out", root / "err");
+  ASSERT_TRUE(wait_until([&] { return received("tool.call").has_value(); }, k_ready_bound)) << call.err();
+  call.signal(SIGINT);
+  EXPECT_EQ(describe(call.wait(k_exit_bound)), exited_with(130)) << call.err();
+  EXPECT_TRUE(cancel_received_for(*received("tool.call"))) << "the extension learnt which request ended";
+  EXPECT_EQ(call.out(), "");
+  EXPECT_EQ(call.err(), "exthost: interrupted (SIGINT); every extension stopped\n");
+}
+
+TEST_F(CliCancel, SigintCancelsACommandWhichPrintsWhatItHadSent) {
+  Command invoke(args({"invoke", dir.string(), "partial", "--json"}), root / "out", root / "err");
+  const std::string events = R"({"event":{"kind":"text","content":"first"}})"
+                             "\n"
+                             R"({"event":{"kind":"text","content":"second"}})"
+                             "\n";
+  ASSERT_TRUE(wait_until([&] { return received("command.invoke").has_value() && invoke.out() == events; },
+                         k_ready_bound))
+      << invoke.out() << invoke.err();
+  invoke.signal(SIGINT);
+  EXPECT_EQ(describe(invoke.wait(k_exit_bound)), exited_with(130)) << invoke.err();
+  EXPECT_EQ(invoke.out(), events + R"({"cancelled":true})" + "\n") << "cancelled, not failed by the stop";
+  EXPECT_TRUE(cancel_received_for(*received("command.invoke")));
+  EXPECT_EQ(invoke.err(), "exthost: interrupted (SIGINT); every extension stopped\n");
+}
+
 std::string frame(const std::string& body) { return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body; }
 
 // Needs serve() to read ServeOptions::stop_fd: enable it together with that.

@@ -38,6 +38,7 @@ inline constexpr const char* k_exit_code_table =
     "  3  manifest error (plugin.json missing or invalid)\n"
     "  4  extension failed (spawn, transport, protocol or its own error)\n"
     "  5  timeout (the extension did not answer in time)\n"
-    "  129, 130, 143  interrupted by SIGHUP, SIGINT or SIGTERM; every extension stopped first\n";
+    "  129, 130, 143  interrupted by SIGHUP, SIGINT or SIGTERM; the operation under way cancelled and every\n"
+    "                 extension stopped first\n";
 
 }  // namespace exthost::cli

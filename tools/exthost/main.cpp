@@ -109,7 +109,8 @@ void print_info(const ExtensionInfo& info) {
   }
 }
 
-// Loads the plugin, runs `op` on it, unloads it; errors exit with their code.
+// Loads the plugin, runs `op` on it (with the stop token the first signal requests, for
+// its Host call), unloads it; errors exit with their code.
 template <class Op>
 int with_plugin(const Options& o, Op op) {
   Host host(host_options(o));
@@ -121,7 +122,10 @@ int with_plugin(const Options& o, Op op) {
     return interrupted_exit();
   }
   if (!info) return fail(info.error());
-  const int rc = op(host, *info);
+  const int rc = [&] {
+    Operation operation(*g_signals);
+    return op(host, *info, operation.token());
+  }();
   if (interrupted()) return interrupted_exit();  // the watcher stops it
   auto stopped = host.unload(info->id);
   if (rc == k_exit_ok && !stopped) return fail(stopped.error());
@@ -152,7 +156,7 @@ int with_plugins(const Options& o, Op op) {
 }
 
 int run_check(const Options& o) {
-  return with_plugin(o, [&](Host&, const ExtensionInfo& info) {
+  return with_plugin(o, [&](Host&, const ExtensionInfo& info, std::stop_token) {
     if (o.json) {
       std::printf("%s\n", to_json_text(info).c_str());
     } else {
@@ -163,8 +167,8 @@ int run_check(const Options& o) {
 }
 
 int run_call(const Options& o, const std::string& tool, const std::string& input) {
-  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
-    auto result = host.call_tool(info.id, tool, input);
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info, std::stop_token stop) {
+    auto result = host.call_tool(info.id, tool, input, {}, stop);
     if (!result) return fail(result.error(), info.id, "tool.call");
     std::printf(o.json ? "{\"result\":%s}\n" : "%s\n", result->c_str());
     return static_cast<int>(k_exit_ok);
@@ -172,13 +176,13 @@ int run_call(const Options& o, const std::string& tool, const std::string& input
 }
 
 int run_hook(const Options& o, const std::string& kind, const std::string& event) {
-  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info, std::stop_token stop) {
     boost::system::error_code ec;
     auto parsed = boost::json::parse(event.empty() ? std::string("{}") : event, ec);
     if (ec || !parsed.is_object()) return fail(Error::usage("hook.handle: EVENT_JSON must be a JSON object"));
     if (!finite_numbers(parsed)) return fail(Error::usage("hook.handle: EVENT_JSON holds a number out of range"));
     parsed.as_object()["kind"] = kind;
-    auto result = host.emit_hook(boost::json::serialize(parsed));
+    auto result = host.emit_hook(boost::json::serialize(parsed), stop);
     if (interrupted()) return interrupted_exit();  // a stopped handler's "continue" is no verdict
     if (!result) return fail(result.error(), info.id, "hook.handle");
     if (o.json) {
@@ -200,16 +204,26 @@ int run_hook(const Options& o, const std::string& kind, const std::string& event
 }
 
 int run_invoke(const Options& o, const std::string& command, const std::vector<std::string>& args) {
-  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info, std::stop_token stop) {
+    // Cancelled by a signal, a command returns what it had collected: every event kept is
+    // printed (JSON lines), then {"cancelled": true} instead of the result.
     if (o.json) {  // JSON lines: every event as it is kept, the notice if any, then the result
-      auto out = host.invoke_command(info.id, command, args, [](const std::string& e) {
-        std::printf("{\"event\":%s}\n", e.c_str());
-        std::fflush(stdout);
-      });
+      auto out = host.invoke_command(
+          info.id, command, args,
+          [](const std::string& e) {
+            std::printf("{\"event\":%s}\n", e.c_str());
+            std::fflush(stdout);
+          },
+          stop);
       if (!out) return fail(out.error(), info.id, "command.invoke");
       if (out->limit_notice) {
         std::printf("{\"notice\":%s,\"error\":%s}\n", json_string(*out->limit_notice).c_str(),
                     out->limit_notice_is_error ? "true" : "false");
+      }
+      if (out->cancelled) {
+        std::printf("{\"cancelled\":true}\n");
+        std::fflush(stdout);
+        return exit_code_for(ErrorKind::cancelled);
       }
       std::printf("{\"result\":%s}\n", out->result_json.c_str());
       return static_cast<int>(k_exit_ok);
@@ -218,9 +232,12 @@ int run_invoke(const Options& o, const std::string& command, const std::vector<s
     Result<CommandOutput> out = Error::internal("not run");
     {
       TaskBoard board(*g_stdout_line, s.colour(), s);  // live bars only on a terminal
-      out = host.invoke_command(info.id, command, args, [&board](const std::string& e) { board.show(e); });
+      out = host.invoke_command(
+          info.id, command, args, [&board](const std::string& e) { board.show(e); }, stop);
     }
     if (!out) return fail(out.error(), info.id, "command.invoke");
+    // Cancelled: what came before the signal is on screen already (the line is sealed).
+    if (out->cancelled) return exit_code_for(ErrorKind::cancelled);
     if (out->limit_notice) {
       const Style err = Style::for_stream(out->limit_notice_is_error ? stderr : stdout);
       std::fprintf(out->limit_notice_is_error ? stderr : stdout, "%s\n", err.yellow(*out->limit_notice).c_str());
@@ -230,20 +247,23 @@ int run_invoke(const Options& o, const std::string& command, const std::vector<s
 }
 
 int run_complete(const Options& o, const std::string& params, bool stream) {
-  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info, std::stop_token stop) {
     Result<std::string> result = Error::internal("not run");
     if (stream) {
-      result = host.stream(info.id, params, [&o](const std::string& event) {
-        if (o.json) {
-          std::printf("{\"event\":%s}\n", event.c_str());
-        } else {
-          const auto e = boost::json::parse(event).as_object();
-          if (e.at("type") == "text") g_stdout_line->write(std::string(e.at("text").as_string()));
-        }
-        std::fflush(stdout);  // deltas are shown as they arrive
-      });
+      result = host.stream(
+          info.id, params,
+          [&o](const std::string& event) {
+            if (o.json) {
+              std::printf("{\"event\":%s}\n", event.c_str());
+            } else {
+              const auto e = boost::json::parse(event).as_object();
+              if (e.at("type") == "text") g_stdout_line->write(std::string(e.at("text").as_string()));
+            }
+            std::fflush(stdout);  // deltas are shown as they arrive
+          },
+          stop);
     } else {
-      result = host.complete(info.id, params);
+      result = host.complete(info.id, params, stop);
     }
     if (!result) return fail(result.error(), info.id, stream ? "provider.stream" : "provider.complete");
     if (o.json) {
@@ -258,8 +278,8 @@ int run_complete(const Options& o, const std::string& params, bool stream) {
 }
 
 int run_info(const Options& o) {
-  return with_plugin(o, [&](Host& host, const ExtensionInfo& info) {
-    auto r = host.info(info.id);
+  return with_plugin(o, [&](Host& host, const ExtensionInfo& info, std::stop_token stop) {
+    auto r = host.info(info.id, stop);
     if (!r) return fail(r.error(), info.id, "info.get");
     std::printf(o.json ? "{\"info\":%s}\n" : "%s\n", r->c_str());
     return static_cast<int>(k_exit_ok);

@@ -95,11 +95,8 @@ void SignalWatcher::act_locked() {
   if (m_host != nullptr) {
     if (!m_stop_started) {
       m_stop_started = true;
-      m_stopper = std::thread([this, host = m_host] {
-        host->shutdown_all();
-        std::lock_guard lock(m_mutex);
-        m_stop_done = true;
-      });
+      if (m_in_operation) m_operation.request_stop();  // the call in flight is cancelled first
+      m_stopper = std::thread([this, host = m_host] { stop_host(host); });
     } else if (!m_stop_done) {
       m_killed = true;
       m_host->kill_all();
@@ -109,6 +106,32 @@ void SignalWatcher::act_locked() {
     while (::write(m_stop_fd, &byte, 1) < 0 && errno == EINTR) {
     }
   }
+}
+
+// The stopper thread: lets a cancelled operation return (bounded), then stops every
+// extension through the ladder.
+void SignalWatcher::stop_host(Host* host) {
+  {
+    std::unique_lock lock(m_mutex);
+    m_operation_ended.wait_for(lock, k_operation_cancel_bound, [this] { return !m_in_operation; });
+  }
+  host->shutdown_all();
+  std::lock_guard lock(m_mutex);
+  m_stop_done = true;
+}
+
+std::stop_token SignalWatcher::begin_operation() {
+  std::lock_guard lock(m_mutex);
+  m_operation = std::stop_source();
+  m_in_operation = true;
+  if (m_received != 0) m_operation.request_stop();  // interrupted already: nothing to run
+  return m_operation.get_token();
+}
+
+void SignalWatcher::end_operation() {
+  std::lock_guard lock(m_mutex);
+  m_in_operation = false;
+  m_operation_ended.notify_all();
 }
 
 void SignalWatcher::watch(Host& host) {

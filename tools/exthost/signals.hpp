@@ -2,15 +2,20 @@
 //
 // main() blocks the three before any thread exists, so every thread inherits the mask and
 // none is ever interrupted; one watcher thread takes them with sigwaitinfo(). The first
-// ends a line being drawn on stdout and stops what the verb runs: a Host through the full
-// stop ladder (shutdown_all(), which fails the calls in flight, so the verb's own blocking
-// call returns), or a stop pipe (serve, conformance) by one byte. A later signal while
-// stopping kills every extension at once (kill_all(), or one more byte). The verb then
-// exits with 128 + the first signal.
+// ends a line being drawn on stdout and stops what the verb runs: first the operation under
+// way (an Operation's stop token, which the verb gave its Host call: the extension receives
+// "$/cancelRequest" and a command returns what it had collected), then, once that call
+// has returned (or after k_operation_cancel_bound), a Host through the full stop ladder
+// (shutdown_all(), which fails whatever is still in flight), or a stop pipe (serve,
+// conformance) by one byte. A later signal while stopping kills every extension at once
+// (kill_all(), or one more byte). The verb then exits with 128 + the first signal.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -21,6 +26,11 @@ namespace exthost::cli {
 
 // "SIGINT", "SIGTERM", "SIGHUP".
 std::string signal_name(int signo);
+
+// How long the first signal lets a cancelled operation return before the ladder stops every
+// extension anyway. A cancelled Host call returns at once; this bounds only a verb that is
+// slow to get back (its output blocked, say).
+inline constexpr std::chrono::milliseconds k_operation_cancel_bound{2'000};
 
 class SignalWatcher {
  public:
@@ -44,6 +54,11 @@ class SignalWatcher {
   // watched Host is destroyed.
   void unwatch();
 
+  // An operation of the watched Host begins: the token to give its call, which the first
+  // signal requests (at once if one came already). Ends with end_operation(); one at a time.
+  std::stop_token begin_operation();
+  void end_operation();
+
   // The first signal received, 0 while none has been.
   int received() const;
   // Whether a later signal killed every extension instead of letting the ladder finish.
@@ -53,9 +68,13 @@ class SignalWatcher {
   void run();
   void on_signal(int signo);
   void act_locked();
+  void stop_host(Host* host);
 
   OpenLine& m_line;
   mutable std::mutex m_mutex;
+  std::condition_variable m_operation_ended;
+  std::stop_source m_operation;    // the operation under way's, while m_in_operation
+  bool m_in_operation = false;
   Host* m_host = nullptr;
   int m_stop_fd = -1;
   bool m_unacted = false;  // a signal came while nothing was watched
@@ -66,6 +85,20 @@ class SignalWatcher {
   bool m_killed = false;
   bool m_closing = false;
   std::thread m_thread;  // the one that waits for signals
+};
+
+// One operation of the watched Host while in scope: give token() to its call.
+class Operation {
+ public:
+  explicit Operation(SignalWatcher& watcher) : m_watcher(watcher), m_token(watcher.begin_operation()) {}
+  ~Operation() { m_watcher.end_operation(); }
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+  std::stop_token token() const { return m_token; }
+
+ private:
+  SignalWatcher& m_watcher;
+  std::stop_token m_token;
 };
 
 // Watches a host or a stop pipe while in scope.
