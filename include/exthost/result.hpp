@@ -93,11 +93,13 @@ struct Error {
     return std::move(*this);
   }
 
-  static Error usage(std::string m) { return {ErrorKind::usage, std::move(m)}; }
-  static Error manifest(std::string m) { return {ErrorKind::manifest, std::move(m)}; }
+  // Each kind with its usual cause; because() refines it (a usage error that is a name not
+  // found, an extension error that is a transport failure, …).
+  static Error usage(std::string m) { return {ErrorKind::usage, std::move(m), ErrorCause::invalid_request}; }
+  static Error manifest(std::string m) { return {ErrorKind::manifest, std::move(m), ErrorCause::manifest}; }
   static Error extension(std::string m) { return {ErrorKind::extension, std::move(m)}; }
-  static Error timeout(std::string m) { return {ErrorKind::timeout, std::move(m)}; }
-  static Error internal(std::string m) { return {ErrorKind::internal, std::move(m)}; }
+  static Error timeout(std::string m) { return {ErrorKind::timeout, std::move(m), ErrorCause::timeout}; }
+  static Error internal(std::string m) { return {ErrorKind::internal, std::move(m), ErrorCause::internal}; }
   static Error cancelled(std::string m) { return {ErrorKind::cancelled, std::move(m), ErrorCause::cancelled}; }
 };
 

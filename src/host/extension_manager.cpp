@@ -284,8 +284,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
     auto probed = co_await ext->get_info();
     if (probed) {
       info.plugin_info_json = wire::to_json(protocol::to_json(probed.value()));
-    } else if (probed.error().message.find("method not found") != std::string::npos ||
-               probed.error().message.find("unknown method") != std::string::npos) {
+    } else if (probed.error().cause == ErrorCause::application && probed.error().code == -32601) {
       util::log().debug("extension '{}': no info.get: {}", id, probed.error().message);
     } else {
       util::log().warn("extension '{}': info.get failed: {}", id, probed.error().message);
@@ -315,7 +314,7 @@ asio::awaitable<Result<void>> ExtensionManager::unload(std::string id) {
   {
     std::lock_guard lock(m_mutex);
     auto it = m_loaded.find(id);
-    if (it == m_loaded.end()) co_return Error::usage("Extension '" + id + "' not found");
+    if (it == m_loaded.end()) co_return Error::usage("Extension '" + id + "' not found").because(ErrorCause::not_found);
     ext = it->second.ext;
     m_loaded.erase(it);
   }
@@ -331,7 +330,7 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::reload(std::string id) 
   {
     std::lock_guard lock(m_mutex);
     auto it = m_loaded.find(id);
-    if (it == m_loaded.end()) co_return Error::usage("Extension '" + id + "' not found");
+    if (it == m_loaded.end()) co_return Error::usage("Extension '" + id + "' not found").because(ErrorCause::not_found);
     dir = it->second.manifest.plugin_dir;
   }
   auto unloaded = co_await unload(id);
@@ -552,9 +551,9 @@ asio::awaitable<DiscoveryReport> ExtensionManager::discover(std::function<void(c
 asio::awaitable<Result<boost::json::value>> ExtensionManager::call_tool(std::string name, boost::json::value input,
                                                                        ToolCallContext context) {
   auto tool = m_tools.find(name);
-  if (!tool) co_return Error::usage("unknown tool '" + name + "'");
+  if (!tool) co_return Error::usage("unknown tool '" + name + "'").because(ErrorCause::not_found);
   auto ext = find(tool->plugin_id);
-  if (!ext) co_return Error::usage("Extension '" + tool->plugin_id + "' not found");
+  if (!ext) co_return Error::usage("Extension '" + tool->plugin_id + "' not found").because(ErrorCause::not_found);
   // A call by API name comes from a model that saw the API schema: restore the declared
   // property names before anything else sees the input.
   if (name != tool->runtime_name) input = restore_input_names(tool->input_schema, input);

@@ -355,7 +355,7 @@ asio::awaitable<Result<std::string>> emit_on_io(host::ExtensionManager* manager,
   co_return json_text(protocol::to_json(result));
 }
 
-Error not_found(const std::string& id) { return Error::usage("Extension '" + id + "' not found"); }
+Error not_found(const std::string& id) { return Error::usage("Extension '" + id + "' not found").because(ErrorCause::not_found); }
 
 template <class T>
 asio::awaitable<Result<T>> failed_on_io(Error e) {

@@ -108,10 +108,10 @@ void Connection::TaskEnd::operator()(std::exception_ptr error) const {
   if (task == Task::writer && !self->m_write_queue.empty()) self->fail_queue();  // nobody else will
 }
 
-void Connection::end_transport(const std::string& reason) {
+void Connection::end_transport(const std::string& reason, ErrorCause cause) {
   m_lifecycle->invalidate();
   if (m_stopped) return;  // stopped from outside: the stopper fails the pending calls
-  m_inbox->fail_all_pending(reason);
+  m_inbox->fail_all_pending(reason, cause);
   m_inbox->drop_subscribers();
 }
 
@@ -143,7 +143,7 @@ asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
       view.remove_prefix(step.consumed);
       if (step.error) {
         util::log().debug("extension '{}': Extension transport read error: {}", id, *step.error);
-        self->end_transport("transport error: " + *step.error);
+        self->end_transport("transport error: " + *step.error, ErrorCause::protocol);
         keep_reading = false;
         break;
       }
@@ -153,7 +153,7 @@ asio::awaitable<void> Connection::read_loop(std::shared_ptr<Connection> self) {
       if (!parsed) {
         const std::string err = "Parse frame error: " + parsed.error().message;
         util::log().debug("extension '{}': Extension transport read error: {}", id, err);
-        self->end_transport("transport error: " + err);
+        self->end_transport("transport error: " + err, ErrorCause::protocol);
         keep_reading = false;
         break;
       }

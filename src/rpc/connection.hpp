@@ -114,7 +114,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                                     std::string method, boost::json::value params);
   // `bytes`: the frame body's size. False: stop reading.
   boost::asio::awaitable<bool> dispatch(boost::json::value frame, std::size_t bytes);
-  void end_transport(const std::string& reason);
+  // `cause`: transport when the child's output ended or failed, protocol when it wrote
+  // something that is not a frame of JSON (the child may still be running).
+  void end_transport(const std::string& reason, ErrorCause cause = ErrorCause::transport);
   // Ends the transport from the host's side: pending calls and writers fail with `reason`,
   // the reader stops and stdin is closed. The caller logs.
   void fail_transport(const std::string& reason);

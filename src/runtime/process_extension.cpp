@@ -421,9 +421,9 @@ struct OutcomeGuard {
   }
 };
 
-// Whether a transport failure is how an ended child looks (its exit status is then worth
-// waiting for); a parse error or a write error leaves the child running.
-bool looks_like_exit(const std::string& message) { return message.rfind("transport closed: EOF", 0) == 0; }
+// Whether a failure is how an ended child looks (its exit status is then worth waiting
+// for); a protocol error (garbage on its output) leaves the child running.
+bool looks_like_exit(const Error& e) { return e.cause == ErrorCause::transport; }
 
 std::string tool_name_of(const boost::json::value& params) {
   if (const auto* o = params.if_object()) {
@@ -462,7 +462,7 @@ asio::awaitable<Error> ProcessExtension::ended_report(std::shared_ptr<Instance> 
   const std::uint64_t epoch = instance->epoch;
   auto child = instance->child;
   bool reaped = child->reaped();
-  if (!reaped && looks_like_exit(failure.message)) reaped = co_await child->wait_reaped(k_exit_status_wait);
+  if (!reaped && looks_like_exit(failure)) reaped = co_await child->wait_reaped(k_exit_status_wait);
   remember_stderr(*child);
   // Only this child's own epoch: a restart that began meanwhile is left alone. A child that
   // ended its output but not itself is killed here, and gone before the caller hears.
@@ -471,8 +471,8 @@ asio::awaitable<Error> ProcessExtension::ended_report(std::shared_ptr<Instance> 
   std::string report = failure.message;
   if (reaped) {
     report += "; extension '" + m_spec.id + "' " + child->exit_description();
-  } else if (looks_like_exit(failure.message)) {
-    report += "; extension '" + m_spec.id + "' closed its output but kept running: stopped it";
+  } else if (looks_like_exit(failure)) {
+    report += "; extension '" + m_spec.id + "' was still running after its transport failed: stopped it";
   }
   if (!why_not.empty()) report += " (" + why_not + ")";
   const std::string tail = child->stderr_snapshot().tail;
@@ -526,7 +526,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   if (m_machine.stop_requested() || first.error().cause == ErrorCause::stopped) co_return first;
   // Under limits, an ended child is reported rather than retried: the retry would meet the
   // same limit. A call not safe to repeat is never run twice.
-  if (m_spec.limits.any() && looks_like_exit(first.error().message)) {
+  if (m_spec.limits.any() && looks_like_exit(first.error())) {
     co_return co_await ended_report(instance, std::move(first).error(), {});
   }
   // A request that never reached the child whole cannot have run: it always goes to the next.
