@@ -291,7 +291,8 @@ TEST_F(ServeTest, ATestClientLoadsTwoExtensionsCallsHooksCommandsHealthStatsUnlo
   auto blocked = client.call("tool.call", json::object{{"tool", "tools:echo"}, {"input", {{"command", "rm -rf /"}}}});
   ASSERT_TRUE(blocked.contains("error")) << json::serialize(blocked);
   EXPECT_EQ(blocked.at("error").at("code"), -32002);
-  EXPECT_EQ(blocked.at("error").at("message"), "tool.call: Tool 'tools:echo' blocked by hook: rm -rf is not allowed");
+  EXPECT_EQ(blocked.at("error").at("message"),
+            "tool.call: Tool 'tools:echo' blocked by hook: rm -rf is not allowed (extension 'guard')");
   EXPECT_EQ(json::serialize(blocked.at("error").at("data")),
             R"({"kind":"extension","method":"tool.call","extension":"tools"})");
 
