@@ -64,6 +64,12 @@ struct HostOptions {
   // Whether a before_tool_call hook's "confirm" lets the call go ahead. The host has no
   // interactive prompt, so by default a confirmation blocks (fails closed).
   bool auto_approve_confirmations = false;
+  // Every hook subscription fails closed, as if its manifest said `"on_error": "block"`: a
+  // before_tool_call hook that does not answer within hook_timeout, answers an error or an
+  // invalid result, or whose extension is not running (or is suspended for not answering)
+  // blocks the call, with a reason naming the extension. By default hooks fail open, as in
+  // the reference, unless their subscription asks otherwise (docs/protocol.md, "Hooks").
+  bool hooks_fail_closed = false;
 
   // tool.call's deadline (SPEC A2: 120 s).
   std::chrono::milliseconds tool_call_timeout{120'000};
@@ -75,6 +81,8 @@ struct HostOptions {
   std::chrono::milliseconds provider_timeout{60'000};
   // info.get, settings.editor.* and sidecar.spawn_args (5 s).
   std::chrono::milliseconds quick_timeout{5'000};
+  // hook.handle's deadline, which is also how long an event waits for each hook (5 s).
+  std::chrono::milliseconds hook_timeout{5'000};
   // Any other method's deadline (30 s).
   std::chrono::milliseconds other_timeout{30'000};
   // The stop ladder: the shutdown request's deadline, then the grace after SIGTERM.

@@ -91,9 +91,9 @@ ExtensionManager::ExtensionManager(asio::any_io_executor io, asio::any_io_execut
       m_store_workers(std::move(store_workers)),
       m_options(std::move(options)),
       m_memory(std::make_shared<SharedMemoryStore>(m_options.home.memory_db())),
-      // The bus's deadline is never longer than the extensions' own hook deadline, so a
-      // hook that does not answer is seen by the bus (and suspended after a few).
-      m_hooks(std::min(k_hook_bus_timeout, m_options.timeouts.hook)),
+      // The bus's deadline is the extensions' own hook deadline: its timer, armed first, fires
+      // first, so a hook that does not answer is seen by the bus (and suspended after a few).
+      m_hooks(m_options.timeouts.hook, std::chrono::steady_clock::now, m_options.hooks_fail_closed),
       m_discovery_done(m_io) {}
 
 ConfigSources ExtensionManager::config_sources(const std::string& id) const {
@@ -567,8 +567,10 @@ asio::awaitable<Result<boost::json::value>> ExtensionManager::call_tool(std::str
   if (with_session) before.session_id = context.session_id;
   before.cwd = protocol::hook_cwd(context.cwd);
   auto verdict = co_await m_hooks.emit(std::move(before));
-  auto decision = resolve_before_tool_call(verdict, std::move(input), m_options.auto_approve_confirmations);
-  if (decision.blocked) co_return Error::extension("Tool '" + tool->runtime_name + "' blocked by hook: " + *decision.blocked);
+  auto decision = resolve_before_tool_call(verdict.result, std::move(input), m_options.auto_approve_confirmations);
+  if (decision.blocked) {
+    co_return blocked_tool_call(tool->runtime_name, *decision.blocked, verdict.extension_id, verdict.fail_closed);
+  }
 
   auto result = co_await ext->call_tool_for(tool->tool_name, decision.input, context.session_id, context.cwd);
   if (!result) co_return result;
@@ -582,21 +584,22 @@ asio::awaitable<Result<boost::json::value>> ExtensionManager::call_tool(std::str
   if (with_session) after.session_id = context.session_id;
   after.cwd = protocol::hook_cwd(context.cwd);
   auto transformed = co_await m_hooks.emit(std::move(after));
-  if (auto replaced = resolve_after_tool_call(transformed)) co_return boost::json::value(std::move(*replaced));
+  if (auto replaced = resolve_after_tool_call(transformed.result)) co_return boost::json::value(std::move(*replaced));
   co_return result;
 }
 
 asio::awaitable<protocol::HookResult> ExtensionManager::emit(protocol::HookEvent event) {
   if (event.kind == protocol::HookKind::on_session_end) co_return co_await m_hooks.emit_concurrent(std::move(event));
-  co_return co_await m_hooks.emit(std::move(event));
+  auto verdict = co_await m_hooks.emit(std::move(event));
+  co_return std::move(verdict.result);
 }
 
 asio::awaitable<std::optional<std::string>> ExtensionManager::session_start(std::string session_id) {
   protocol::HookEvent event;
   event.kind = protocol::HookKind::on_session_start;
   event.session_id = session_id;
-  auto result = co_await m_hooks.emit(std::move(event));
-  if (const auto* inject = std::get_if<hr::Inject>(&result)) {
+  auto verdict = co_await m_hooks.emit(std::move(event));
+  if (const auto* inject = std::get_if<hr::Inject>(&verdict.result)) {
     m_session_injections[session_id] = inject->content;
     co_return inject->content;
   }

@@ -53,6 +53,7 @@ struct ManagerOptions {
   EnvLookup env;
   std::optional<std::filesystem::path> project_dir;
   bool auto_approve_confirmations = false;
+  bool hooks_fail_closed = false;  // every hook subscription as `"on_error": "block"`
 };
 
 class ExtensionManager {
@@ -74,7 +75,8 @@ class ExtensionManager {
   boost::asio::awaitable<DiscoveryReport> discover(std::function<void(const DiscoveryEvent&)> progress);
 
   // A tool by runtime name ("plugin:tool") or API name, through before_tool_call and
-  // after_tool_call. Errors: "unknown tool '<name>'", "Tool '<plugin:tool>' blocked by hook: <reason>".
+  // after_tool_call. Errors: "unknown tool '<name>'", "Tool '<plugin:tool>' blocked by hook:
+  // <reason> (extension '<id>')" (cause `blocked`, extension_id the hook's extension).
   boost::asio::awaitable<Result<boost::json::value>> call_tool(std::string name, boost::json::value input,
                                                               ToolCallContext context);
   // One hook event through the bus: on_session_end concurrently, every other kind in order.

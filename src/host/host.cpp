@@ -98,6 +98,7 @@ struct Host::Impl {
     t.provider_complete = options.provider_timeout;
     t.provider_stream = options.provider_timeout;
     t.quick = options.quick_timeout;
+    t.hook = options.hook_timeout;
     t.shutdown_request = options.shutdown_request_timeout;
     t.shutdown_grace = options.shutdown_grace;
     return t;
@@ -374,6 +375,7 @@ Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
   m.home.root = options.home.empty() ? host::resolve_home(m.env) : options.home;
   if (!options.project_dir.empty()) m.project_dir = options.project_dir;
   m.auto_approve_confirmations = options.auto_approve_confirmations;
+  m.hooks_fail_closed = options.hooks_fail_closed;
   m.limits = options.limits;
   m.retry = options.retry;
   m_impl->manager = std::make_unique<host::ExtensionManager>(m_impl->io.get_executor(),

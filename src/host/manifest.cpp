@@ -15,6 +15,14 @@ namespace {
 
 Error parse_error(const std::string& what) { return Error::manifest("Failed to parse extension manifest: " + what); }
 
+// The most of a value from the manifest an error text repeats.
+constexpr std::size_t k_max_echoed_value = 64;
+
+std::string echoed(std::string_view value) {
+  if (value.size() <= k_max_echoed_value) return std::string(value);
+  return std::string(util::utf8_prefix(value, k_max_echoed_value)) + "\xE2\x80\xA6";
+}
+
 Result<std::vector<std::string>> string_list(const boost::json::object& o, std::string_view key) {
   std::vector<std::string> out;
   const auto* v = o.if_contains(key);
@@ -58,6 +66,15 @@ Result<std::vector<HookSubscription>> parse_hooks(const boost::json::object& ext
         } else {
           return parse_error("unknown field `" + std::string(key) + "`, expected `input_contains` or `input_equals`");
         }
+      }
+    }
+    if (const auto* on_error = o->if_contains("on_error"); on_error != nullptr && !on_error->is_null()) {
+      if (!on_error->is_string()) return parse_error("invalid type for `on_error`, expected a string");
+      const std::string_view value = on_error->get_string();
+      if (value == "block") {
+        sub.on_error = HookOnError::block;
+      } else if (value != "continue") {
+        return parse_error("unknown variant `" + echoed(value) + "` for `on_error`, expected `continue` or `block`");
       }
     }
     out.push_back(std::move(sub));

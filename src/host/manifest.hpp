@@ -27,13 +27,21 @@ inline constexpr const char* k_manifest_path = ".synaps-plugin/plugin.json";
 // directory can make the host hold.
 inline constexpr std::size_t k_max_manifest_bytes = 1024 * 1024;
 
+// What a hook's failure (no answer within the deadline, an error answer, an invalid result,
+// the extension down) does to the event: `continue` passes it on as if the hook had answered
+// continue (the reference's fail-open); `block` blocks a before_tool_call (fail-closed) and,
+// on a kind that cannot block, is logged as an error.
+enum class HookOnError { continue_chain, block };
+
 // A hook subscription: which hook, optionally only for one tool, optionally only when the
-// tool input matches (SPEC §5.1.4).
+// tool input matches (SPEC §5.1.4), and what its failure does (`on_error`, an exthost
+// addition: "continue" by default, or "block").
 struct HookSubscription {
   protocol::HookKind kind = protocol::HookKind::before_tool_call;
   std::optional<std::string> tool;
   std::optional<std::string> input_contains;
   std::optional<boost::json::value> input_equals;
+  HookOnError on_error = HookOnError::continue_chain;
 };
 
 struct Manifest {

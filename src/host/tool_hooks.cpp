@@ -33,6 +33,15 @@ BeforeToolDecision resolve_before_tool_call(const protocol::HookResult& answer, 
   return {std::nullopt, std::move(original_input)};
 }
 
+Error blocked_tool_call(const std::string& runtime_name, const std::string& reason, const std::string& extension_id,
+                        bool reason_names_extension) {
+  std::string text = "Tool '" + runtime_name + "' blocked by hook: " + reason;
+  if (!reason_names_extension && !extension_id.empty()) text += " (extension '" + extension_id + "')";
+  Error e = Error::extension(std::move(text)).because(ErrorCause::blocked);
+  e.extension_id = extension_id;
+  return e;
+}
+
 std::optional<std::string> resolve_after_tool_call(const protocol::HookResult& answer) {
   const auto* replace = std::get_if<hr::Replace>(&answer);
   if (replace == nullptr) return std::nullopt;

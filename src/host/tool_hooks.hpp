@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "exthost/result.hpp"
 #include "protocol/hook.hpp"
 
 namespace exthost::host {
@@ -33,6 +34,13 @@ struct BeforeToolDecision {
 };
 BeforeToolDecision resolve_before_tool_call(const protocol::HookResult& answer, boost::json::value original_input,
                                             bool auto_approve);
+
+// The error of a tool call that a before_tool_call hook blocked: "Tool '<runtime name>'
+// blocked by hook: <reason> (extension '<id>')", the suffix left out when the reason already
+// names the extension (a fail-closed block) or none is known; kind extension, cause
+// `blocked`, extension_id the hook's extension.
+Error blocked_tool_call(const std::string& runtime_name, const std::string& reason, const std::string& extension_id,
+                        bool reason_names_extension);
 
 // after_tool_call's verdict: the output to keep (a replace clamped to k_max_replace_output
 // at a character boundary), nullopt to keep the original.

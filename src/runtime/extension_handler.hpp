@@ -53,9 +53,18 @@ class ExtensionHandler {
   // means unsupported or unavailable, never healthy.
   virtual std::optional<Lifecycle> lifecycle_snapshot() const { return std::nullopt; }
 
-  virtual boost::asio::awaitable<protocol::HookResult> handle(const protocol::HookEvent& event) = 0;
-  // handle() for a caller that must never start or restart the extension.
-  virtual boost::asio::awaitable<protocol::HookResult> handle_no_spawn(const protocol::HookEvent& event) {
+  // One hook event (hook.handle). A value is the extension's answer; a reply that does not
+  // decode is mapped as the reference does (a malformed "modify" blocks with "Extension
+  // returned malformed modify result") or else fails with cause `protocol`. An Error says
+  // why there is no answer, by its cause: `timeout` (the hook deadline), `application` (the
+  // extension answered an error), `protocol`, `not_running`, `stopped`, `restart_exhausted`,
+  // `spawn_failed` or `transport`; its extension_id is this extension. What a failure does to
+  // the event is the caller's decision (the hook bus: fail open, or closed for an
+  // `on_error: block` subscription); a failure is not logged here.
+  virtual boost::asio::awaitable<Result<protocol::HookResult>> handle(const protocol::HookEvent& event) = 0;
+  // handle() for a caller that must never start or restart the extension (no child serving:
+  // cause `not_running`, or `stopped` / `restart_exhausted`).
+  virtual boost::asio::awaitable<Result<protocol::HookResult>> handle_no_spawn(const protocol::HookEvent& event) {
     co_return co_await handle(event);
   }
 

@@ -297,7 +297,9 @@ asio::awaitable<Result<protocol::InitializeResult>> ProcessExtension::initialize
 }
 
 Error ProcessExtension::stopped_error() const {
-  return Error::extension("Extension '" + m_spec.id + "' was stopped (unloaded or reloaded); not respawning it");
+  return Error::extension("Extension '" + m_spec.id + "' was stopped (unloaded or reloaded); not respawning it")
+      .because(ErrorCause::stopped)
+      .from(m_spec.id);
 }
 
 asio::awaitable<Result<void>> ProcessExtension::ensure_running() {
@@ -311,11 +313,15 @@ asio::awaitable<Result<void>> ProcessExtension::ensure_running() {
         co_return stopped_error();
       case LifeState::failed:
         co_return Error::extension("Extension '" + m_spec.id + "' exceeded restart limit (" +
-                                   std::to_string(m_policy.max_attempts) + ")");
+                                   std::to_string(m_policy.max_attempts) + ")")
+            .because(ErrorCause::restart_exhausted)
+            .from(m_spec.id);
       case LifeState::down:
         if (asked) {
           if (m_last_restart_error) co_return *m_last_restart_error;
-          co_return Error::extension("Extension '" + m_spec.id + "' process is not running");
+          co_return Error::extension("Extension '" + m_spec.id + "' process is not running")
+              .because(ErrorCause::not_running)
+              .from(m_spec.id);
         }
         asked = true;
         m_last_restart_error.reset();
@@ -576,7 +582,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_no_spawn(std:
   if (!instance || m_machine.state() != LifeState::running) {
     co_return Error::extension("Extension '" + m_spec.id + "' process is not running; '" + method +
                                "' refused (no respawn)")
-        .because(ErrorCause::not_running)
+        .because(m_machine.stop_requested() ? ErrorCause::stopped : ErrorCause::not_running)
         .from(m_spec.id);
   }
   co_return co_await instance->connection->call(method, params, id);
@@ -623,35 +629,54 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_tool_once_no_
   co_return std::get<0>(std::move(raced));
 }
 
-asio::awaitable<protocol::HookResult> ProcessExtension::hook_outcome(Result<boost::json::value> reply) {
+Result<protocol::HookResult> ProcessExtension::hook_outcome(Result<boost::json::value> reply) const {
   if (!reply) {
-    if (ended_by_host(reply.error().message)) {  // cut off by the host's own stop: not the extension's failure
-      util::log().debug("extension '{}': hook handler stopped with the extension — continuing", m_spec.id);
-    } else {
-      util::log().warn("extension '{}': Extension hook handler failed — continuing: {}", m_spec.id, reply.error().message);
+    Error failure = std::move(reply).error();
+    // The call paths may leave the cause open: what the failure says, then what the
+    // lifecycle says now that it happened.
+    if (failure.cause == ErrorCause::unspecified) {
+      if (failure.kind == ErrorKind::timeout) {
+        failure.cause = ErrorCause::timeout;
+      } else if (ended_by_host(failure.message) || m_machine.stop_requested()) {
+        failure.cause = ErrorCause::stopped;
+      } else if (m_machine.state() == LifeState::failed) {
+        failure.cause = ErrorCause::restart_exhausted;
+      } else if (m_machine.state() != LifeState::running) {
+        failure.cause = ErrorCause::not_running;
+      } else {
+        failure.cause = ErrorCause::transport;
+      }
     }
-    co_return protocol::hook_result::Continue{};
+    return std::move(failure).from(m_spec.id);
   }
-  if (!protocol::decode_hook_result(reply.value())) {
-    util::log().warn("extension '{}': Extension hook handler returned invalid result", m_spec.id);
-  }
-  co_return protocol::hook_result_from_reply(reply.value());
+  if (auto decoded = protocol::decode_hook_result(reply.value())) return std::move(*decoded);
+  util::log().warn("extension '{}': Extension hook handler returned invalid result", m_spec.id);
+  auto mapped = protocol::hook_result_from_reply(reply.value());
+  if (std::holds_alternative<protocol::hook_result::Block>(mapped)) return mapped;  // a malformed modify
+  return Error::extension("Extension '" + m_spec.id + "' hook.handle returned an invalid result")
+      .because(ErrorCause::protocol)
+      .from(m_spec.id);
 }
 
-asio::awaitable<protocol::HookResult> ProcessExtension::handle(const protocol::HookEvent& event) {
+asio::awaitable<Result<protocol::HookResult>> ProcessExtension::handle(const protocol::HookEvent& event) {
   auto reply = co_await call("hook.handle", event.to_json());
-  co_return co_await hook_outcome(std::move(reply));
+  co_return hook_outcome(std::move(reply));
 }
 
-asio::awaitable<protocol::HookResult> ProcessExtension::handle_no_spawn(const protocol::HookEvent& event) {
+asio::awaitable<Result<protocol::HookResult>> ProcessExtension::handle_no_spawn(const protocol::HookEvent& event) {
   asio::steady_timer deadline(m_executor, m_timeouts.hook);
   auto raced = co_await (call_no_spawn("hook.handle", event.to_json()) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
-    util::log().warn("extension '{}': Extension hook handler timed out — continuing", m_spec.id);
-    co_return protocol::hook_result::Continue{};
+    if (co_await cancelled()) {
+      co_return Error::cancelled("Extension '" + m_spec.id + "' method 'hook.handle' was cancelled").from(m_spec.id);
+    }
+    co_return Error::timeout("Extension '" + m_spec.id + "' method 'hook.handle' timed out after " +
+                             duration_text(m_timeouts.hook))
+        .because(ErrorCause::timeout)
+        .from(m_spec.id);
   }
-  co_return co_await hook_outcome(std::get<0>(std::move(raced)));
+  co_return hook_outcome(std::get<0>(std::move(raced)));
 }
 
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call_tool_for(std::string name, boost::json::value input,

@@ -134,8 +134,8 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
 
   const std::string& id() const override { return m_spec.id; }
   std::optional<Lifecycle> lifecycle_snapshot() const override;
-  boost::asio::awaitable<protocol::HookResult> handle(const protocol::HookEvent& event) override;
-  boost::asio::awaitable<protocol::HookResult> handle_no_spawn(const protocol::HookEvent& event) override;
+  boost::asio::awaitable<Result<protocol::HookResult>> handle(const protocol::HookEvent& event) override;
+  boost::asio::awaitable<Result<protocol::HookResult>> handle_no_spawn(const protocol::HookEvent& event) override;
   boost::asio::awaitable<Result<boost::json::value>> call_tool_for(std::string name, boost::json::value input,
                                                                   std::optional<std::string> session_id,
                                                                   std::optional<std::filesystem::path> cwd) override;
@@ -255,7 +255,8 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
                                               InvokeEventChannel& channel, std::shared_ptr<CallActivity> activity);
   boost::asio::awaitable<void> forward_stream(rpc::Subscription& subscription, ProviderEventSink& sink,
                                               std::shared_ptr<CallActivity> activity);
-  boost::asio::awaitable<protocol::HookResult> hook_outcome(Result<boost::json::value> reply);
+  // A hook.handle reply as handle() answers it: failures carry their cause and this id.
+  Result<protocol::HookResult> hook_outcome(Result<boost::json::value> reply) const;
   std::uint64_t next_id() { return m_next_id++; }
   void remember_stderr(const process::Child& child);
 

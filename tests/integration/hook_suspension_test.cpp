@@ -26,7 +26,7 @@ class HookSuspensionThroughAChild : public ::testing::Test {
     e.kind = protocol::HookKind::before_tool_call;
     e.tool_name = "bash";
     e.tool_input = boost::json::object{{"command", "ls"}};
-    return *run_bounded(io, bus.emit(std::move(e)));
+    return run_bounded(io, bus.emit(std::move(e)))->result;
   }
   // The methods of every request the child has received, in order.
   std::string received(runtime::ProcessExtension& ext) {

@@ -157,7 +157,9 @@ TEST_F(ManagerTest, ABlockingHookStopsTheToolAndMatchersChooseWhenItFires) {
   host.discover();
   auto blocked = host.call_named_tool("tools:echo", R"({"command":"rm -rf /"})");
   ASSERT_FALSE(blocked);
-  EXPECT_EQ(blocked.error().message, "Tool 'tools:echo' blocked by hook: rm -rf is not allowed");
+  EXPECT_EQ(blocked.error().message, "Tool 'tools:echo' blocked by hook: rm -rf is not allowed (extension 'guard')");
+  EXPECT_EQ(blocked.error().cause, exthost::ErrorCause::blocked);
+  EXPECT_EQ(blocked.error().extension_id, "guard");
   EXPECT_TRUE(host.call_named_tool("tools:echo", R"({"command":"ls"})"));
   auto hook = host.emit_hook(R"({"kind":"before_tool_call","tool_name":"bash","tool_input":{"command":"rm -rf /tmp/x"}})");
   EXPECT_EQ(*hook, R"({"action":"block","reason":"rm -rf is not allowed"})");
@@ -191,7 +193,7 @@ TEST_F(ManagerTest, ConfirmBlocksAHeadlessHostUnlessConfirmationsAreApproved) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().message,
               "Tool 'tools:echo' blocked by hook: Tool call requires confirmation but no interactive prompt is "
-              "available: Run this command?");
+              "available: Run this command? (extension 'asker')");
   }
   auto approving = options();
   approving.auto_approve_confirmations = true;

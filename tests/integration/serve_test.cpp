@@ -155,10 +155,12 @@ TEST_F(ServeTest, ATestClientLoadsTwoExtensionsCallsHooksCommandsHealthStatsUnlo
   auto blocked = client.call("tool.call", json::object{{"tool", "tools:echo"}, {"input", {{"command", "rm -rf /"}}}});
   ASSERT_TRUE(blocked.contains("error")) << json::serialize(blocked);
   EXPECT_EQ(blocked.at("error").at("code"), -32002);
-  EXPECT_EQ(blocked.at("error").at("message"), "tool.call: Tool 'tools:echo' blocked by hook: rm -rf is not allowed");
+  EXPECT_EQ(blocked.at("error").at("message"),
+            "tool.call: Tool 'tools:echo' blocked by hook: rm -rf is not allowed (extension 'guard')");
   EXPECT_EQ(blocked.at("error").at("data").at("kind"), "extension");
   EXPECT_EQ(blocked.at("error").at("data").at("method"), "tool.call");
-  EXPECT_FALSE(blocked.at("error").at("data").at("extension").is_null());
+  EXPECT_EQ(blocked.at("error").at("data").at("extension"), "guard") << "the extension whose hook blocked it";
+  EXPECT_EQ(blocked.at("error").at("data").at("cause"), "blocked");
 
   auto emitted = client.call("hook.emit", json::object{{"kind", "before_tool_call"},
                                                        {"tool_name", "bash"},

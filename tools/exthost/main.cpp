@@ -36,6 +36,7 @@ struct Options {
   std::string project;
   std::vector<std::string> limits;  // KEY=VALUE, ResourceLimits' manifest keys
   ResourceLimits resource_limits;   // parsed from `limits`
+  bool hooks_fail_closed = false;   // --hooks-fail-closed
 };
 
 // The process's signal watcher and the line stdout may leave open, both set up by main()
@@ -69,6 +70,7 @@ HostOptions host_options(const Options& o) {
   opts.home = o.home;
   opts.project_dir = o.project;
   opts.limits = o.resource_limits;
+  opts.hooks_fail_closed = o.hooks_fail_closed;
   if (o.timeout > 0) {
     const auto ms = std::chrono::milliseconds(static_cast<long long>(o.timeout * 1000));
     opts.tool_call_timeout = ms;
@@ -431,6 +433,9 @@ int run_conformance(const Options& o) {
 constexpr const char* k_limit_help =
     "Resource limit for every extension, KEY=VALUE, repeatable: address_space_mib, open_files, processes, "
     "cpu_seconds (a manifest may ask for less, never more)";
+constexpr const char* k_hooks_fail_closed_help =
+    "Every hook fails closed: a before_tool_call hook that does not answer in time, answers an error or whose "
+    "extension is down blocks the call (as \"on_error\": \"block\" in its manifest)";
 constexpr const char* k_home_help = "exthost home (default $EXTHOST_HOME, else $XDG_DATA_HOME/exthost)";
 
 // A verb that takes a plugin directory (required or not), --json, --timeout and --home.
@@ -467,10 +472,12 @@ int run_verb(int argc, char** argv) {
                     "Print {\"result\": <the extension's result>} on stdout", "120");
   call->add_option("TOOL", tool, "Tool name, as the extension declares it")->required();
   call->add_option("INPUT_JSON", input, "Tool input as JSON (default {})");
+  call->add_flag("--hooks-fail-closed", o.hooks_fail_closed, k_hooks_fail_closed_help);
   auto* hook = verb(app, "hook", "Send one hook event to a plugin's extension and print its answer.", o, true,
                     "Print {\"result\": <HookResult>}", "5");
   hook->add_option("KIND", kind, "Hook kind: before_tool_call, after_tool_call, before_message, …")->required();
   hook->add_option("EVENT_JSON", event, "The rest of the event, e.g. {\"tool_name\":\"bash\",\"tool_input\":{…}}");
+  hook->add_flag("--hooks-fail-closed", o.hooks_fail_closed, k_hooks_fail_closed_help);
   auto* invoke = verb(app, "invoke", "Run a plugin's slash command and print its output.", o, true,
                       "Print JSON lines: {\"event\"} for each event, {\"notice\"}, then {\"result\"}", "120");
   invoke->add_option("COMMAND", command, "Command name")->required();
@@ -496,6 +503,7 @@ int run_verb(int argc, char** argv) {
   serve_cmd->add_option("--project", o.project, "Project folder: discovery also searches <project>/.exthost/plugins");
   serve_cmd->add_option("--timeout", o.timeout, "Deadline in seconds for every extension method (default: per method)");
   serve_cmd->add_option("--limit", o.limits, k_limit_help);
+  serve_cmd->add_flag("--hooks-fail-closed", o.hooks_fail_closed, k_hooks_fail_closed_help);
 
   try {
     app.parse(argc, argv);

@@ -34,7 +34,7 @@ class ScriptedHandler final : public runtime::ExtensionHandler {
     if (hang) hangs = [](const HookEvent&) { return true; };
   }
   const std::string& id() const override { return m_id; }
-  asio::awaitable<HookResult> handle(const HookEvent& event) override {
+  asio::awaitable<Result<HookResult>> handle(const HookEvent& event) override {
     ++calls;
     ++calls_by_kind[event.kind];
     last = event.to_json();
@@ -96,7 +96,8 @@ HookEvent tool_event(HookKind kind, std::string name, const char* input_json) {
 
 class HookBusTest : public ::testing::Test {
  protected:
-  HookResult emit(HookEvent e) { return *testing::run_bounded(io, bus.emit(std::move(e))); }
+  HookResult emit(HookEvent e) { return testing::run_bounded(io, bus.emit(std::move(e)))->result; }
+  HookVerdict verdict(HookEvent e) { return *testing::run_bounded(io, bus.emit(std::move(e))); }
   std::shared_ptr<ScriptedHandler> add(std::string id, HookResult answer, HookSubscription s, PermissionSet p) {
     auto h = std::make_shared<ScriptedHandler>(std::move(id), std::move(answer));
     EXPECT_TRUE(bus.subscribe(h, std::move(s), p));
@@ -120,28 +121,32 @@ TEST_F(HookBusTest, HandlerReceivesEvents) {
   EXPECT_FALSE(bus.is_empty());
 }
 
+// Every subscriber is asked at once; the fold in load order decides (a later subscriber's
+// answer never overrides an earlier decision).
 TEST_F(HookBusTest, BlockStopsTheChain) {
   add("a", hr::Block{"no"}, sub(HookKind::before_tool_call), intercept);
-  auto second = add("b", hr::Block{"second"}, sub(HookKind::before_tool_call), intercept);
-  auto r = emit(tool_event(HookKind::before_tool_call, "bash", "{}"));
-  ASSERT_TRUE(std::holds_alternative<hr::Block>(r));
-  EXPECT_EQ(std::get<hr::Block>(r).reason, "no");
-  EXPECT_EQ(second->calls, 0);
+  add("b", hr::Block{"second"}, sub(HookKind::before_tool_call), intercept);
+  auto v = verdict(tool_event(HookKind::before_tool_call, "bash", "{}"));
+  ASSERT_TRUE(std::holds_alternative<hr::Block>(v.result));
+  EXPECT_EQ(std::get<hr::Block>(v.result).reason, "no");
+  EXPECT_EQ(v.extension_id, "a");
+  EXPECT_FALSE(v.fail_closed);
 }
 
 TEST_F(HookBusTest, ModifyStopsTheChain) {
   add("a", hr::Modify{boost::json::parse(R"({"command":"echo safe"})")}, sub(HookKind::before_tool_call), intercept);
-  auto second = add("b", hr::Block{"x"}, sub(HookKind::before_tool_call), intercept);
-  auto r = emit(tool_event(HookKind::before_tool_call, "bash", "{}"));
-  ASSERT_TRUE(std::holds_alternative<hr::Modify>(r));
-  EXPECT_EQ(second->calls, 0);
+  add("b", hr::Block{"x"}, sub(HookKind::before_tool_call), intercept);
+  auto v = verdict(tool_event(HookKind::before_tool_call, "bash", "{}"));
+  ASSERT_TRUE(std::holds_alternative<hr::Modify>(v.result));
+  EXPECT_EQ(v.extension_id, "a");
 }
 
 TEST_F(HookBusTest, ConfirmStopsTheChainForBeforeToolCall) {
   add("a", hr::Confirm{"Run this?"}, sub(HookKind::before_tool_call), intercept);
-  auto second = add("b", hr::Block{"x"}, sub(HookKind::before_tool_call), intercept);
-  EXPECT_TRUE(std::holds_alternative<hr::Confirm>(emit(tool_event(HookKind::before_tool_call, "bash", "{}"))));
-  EXPECT_EQ(second->calls, 0);
+  add("b", hr::Block{"x"}, sub(HookKind::before_tool_call), intercept);
+  auto v = verdict(tool_event(HookKind::before_tool_call, "bash", "{}"));
+  EXPECT_TRUE(std::holds_alternative<hr::Confirm>(v.result));
+  EXPECT_EQ(v.extension_id, "a");
 }
 
 TEST_F(HookBusTest, ConfirmIsIgnoredForNonToolHooks) {
@@ -167,12 +172,12 @@ TEST_F(HookBusTest, InjectionsAccumulateJoinedByABlankLine) {
 TEST_F(HookBusTest, ReplaceWinsAndStopsTheChainWhenPermitted) {
   add("a", hr::Replace{"CRUSHED"}, sub(HookKind::after_tool_call),
       perms({Permission::tools_intercept, Permission::tools_transform_output}));
-  auto second = add("b", hr::Replace{"other"}, sub(HookKind::after_tool_call),
-                    perms({Permission::tools_intercept, Permission::tools_transform_output}));
-  auto r = emit(tool_event(HookKind::after_tool_call, "bash", "{}"));
-  ASSERT_TRUE(std::holds_alternative<hr::Replace>(r));
-  EXPECT_EQ(resolve_after_tool_call(r), std::optional<std::string>("CRUSHED"));
-  EXPECT_EQ(second->calls, 0);
+  add("b", hr::Replace{"other"}, sub(HookKind::after_tool_call),
+      perms({Permission::tools_intercept, Permission::tools_transform_output}));
+  auto v = verdict(tool_event(HookKind::after_tool_call, "bash", "{}"));
+  ASSERT_TRUE(std::holds_alternative<hr::Replace>(v.result));
+  EXPECT_EQ(resolve_after_tool_call(v.result), std::optional<std::string>("CRUSHED"));
+  EXPECT_EQ(v.extension_id, "a");
 }
 
 TEST_F(HookBusTest, ReplaceWithoutTransformPermissionIsIgnoredAndTheChainContinues) {
@@ -242,8 +247,9 @@ TEST_F(HookBusTest, AHandlerThatNeverAnswersIsSkippedAfterTheBusDeadline) {
   ASSERT_TRUE(quick.subscribe(next, sub(HookKind::before_tool_call), intercept));
   auto r = testing::run_bounded(io, quick.emit(tool_event(HookKind::before_tool_call, "bash", "{}")));
   ASSERT_TRUE(r);
-  ASSERT_TRUE(std::holds_alternative<hr::Block>(*r));
-  EXPECT_EQ(std::get<hr::Block>(*r).reason, "next");
+  ASSERT_TRUE(std::holds_alternative<hr::Block>(r->result));
+  EXPECT_EQ(std::get<hr::Block>(r->result).reason, "next");
+  EXPECT_EQ(r->extension_id, "next");
 }
 
 TEST_F(HookBusTest, BlockFromObserveOnlyHooksIsIgnored) {
@@ -287,7 +293,7 @@ TEST_F(HookBusTest, SessionEndAsksEveryHandlerConcurrentlyAndFoldsInOrder) {
 // the interval.
 class HookSuspensionTest : public ::testing::Test {
  protected:
-  HookResult emit(HookEvent e) { return *testing::run_bounded(io, bus.emit(std::move(e))); }
+  HookResult emit(HookEvent e) { return testing::run_bounded(io, bus.emit(std::move(e)))->result; }
   HookResult emit_concurrent(HookEvent e) { return *testing::run_bounded(io, bus.emit_concurrent(std::move(e))); }
   std::shared_ptr<ScriptedHandler> add(std::string id, HookResult answer, HookSubscription s, PermissionSet p,
                                        bool hang = false) {

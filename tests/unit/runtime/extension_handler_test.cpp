@@ -15,7 +15,7 @@ using exthost::testing::run_bounded;
 class UnsupportedHandler : public ExtensionHandler {
  public:
   const std::string& id() const override { return m_id; }
-  boost::asio::awaitable<protocol::HookResult> handle(const protocol::HookEvent&) override {
+  boost::asio::awaitable<Result<protocol::HookResult>> handle(const protocol::HookEvent&) override {
     ADD_FAILURE() << "a snapshot must not dispatch a hook";
     co_return protocol::hook_result::Continue{};
   }
