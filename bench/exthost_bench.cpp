@@ -245,6 +245,11 @@ class Pipeline {
 
 // Runs `argv` with its stdout on a pipe; its whole output, after requiring exit 0.
 std::string output_of(const std::vector<std::string>& argv) {
+  // Everything the child needs is ready before the fork: the Host's threads run meanwhile,
+  // so the child may only make system calls until it execs.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   int fds[2];
   if (::pipe(fds) != 0) die("pipe failed");
   const pid_t pid = ::fork();
@@ -253,11 +258,9 @@ std::string output_of(const std::vector<std::string>& argv) {
     ::dup2(fds[1], 1);
     ::close(fds[0]);
     ::close(fds[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     ::execv(args[0], args.data());
-    std::fprintf(stderr, "exthost-bench: cannot run %s\n", args[0]);
+    static const char failed[] = "exthost-bench: cannot run a helper\n";
+    [[maybe_unused]] const ssize_t n = ::write(2, failed, sizeof failed - 1);
     ::_exit(127);
   }
   ::close(fds[1]);
