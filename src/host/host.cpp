@@ -21,6 +21,7 @@
 #include "util/exception_text.hpp"
 #include "host/extension_manager.hpp"
 #include "host/handoff_queue.hpp"
+#include "host/result_slot.hpp"
 #include "host/home.hpp"
 #include "host/run_loop.hpp"
 #include "host/stop_watch.hpp"
@@ -117,33 +118,36 @@ struct Host::Impl {
     }
   }
 
+  // The completion handler of a blocking operation: it sets the caller's slot on the I/O
+  // thread. The exception is turned into text there: no exception object (nor its
+  // reference count) ever crosses to the caller's thread. Dropped without running (the I/O
+  // context destroyed with it queued), it sets an error instead of leaving the caller waiting.
+  template <class V>
+  static auto completion_into(const char* op, std::shared_ptr<host::ResultSlot<AsResultT<V>>> slot) {
+    using R = AsResultT<V>;
+    auto abandoned = [op]() -> R { return Error::internal(std::string(op) + ": the host stopped before it ended"); };
+    host::ResultSetter<R, decltype(abandoned)> setter(std::move(slot), abandoned);
+    if constexpr (std::is_void_v<V>) {
+      return [op, setter = std::move(setter)](std::exception_ptr e) mutable {
+        if (e) return setter(Error::internal(std::string(op) + ": " + util::exception_text(e)));
+        setter(R());
+      };
+    } else {
+      return [op, setter = std::move(setter)](std::exception_ptr e, V v) mutable {
+        if (e) return setter(Error::internal(std::string(op) + ": " + util::exception_text(e)));
+        setter(as_result(std::move(v)));
+      };
+    }
+  }
+
   // Runs `coro` on the I/O thread and waits for its result. An exception becomes
   // Error::internal("<op>: <what>"); on the I/O thread itself it fails at once.
   template <class V>
   AsResultT<V> run(const char* op, asio::awaitable<V> coro) {
     if (on_io_thread()) return Error::internal(called_on_io_thread(op));
-    // The exception is turned into text on the I/O thread: no exception object (nor its
-    // reference count) ever crosses to the caller's thread.
-    auto promise = std::make_shared<std::promise<AsResultT<V>>>();
-    auto future = promise->get_future();
-    if constexpr (std::is_void_v<V>) {
-      asio::co_spawn(io, std::move(coro), [op, promise](std::exception_ptr e) {
-        if (e) {
-          promise->set_value(Error::internal(std::string(op) + ": " + util::exception_text(e)));
-        } else {
-          promise->set_value(AsResultT<V>());
-        }
-      });
-    } else {
-      asio::co_spawn(io, std::move(coro), [op, promise](std::exception_ptr e, V v) {
-        if (e) {
-          promise->set_value(Error::internal(std::string(op) + ": " + util::exception_text(e)));
-        } else {
-          promise->set_value(as_result(std::move(v)));
-        }
-      });
-    }
-    return future.get();
+    auto slot = std::make_shared<host::ResultSlot<AsResultT<V>>>();
+    asio::co_spawn(io, std::move(coro), completion_into<V>(op, slot));
+    return slot->take();
   }
 
   // run(), handing each item the operation puts in `queue` to `deliver` on this thread, in
@@ -152,16 +156,21 @@ struct Host::Impl {
   AsResultT<V> run_delivering(const char* op, std::shared_ptr<host::HandoffQueue<E>> queue, asio::awaitable<V> coro,
                               Deliver deliver) {
     if (on_io_thread()) return Error::internal(called_on_io_thread(op));
-    auto promise = std::make_shared<std::promise<AsResultT<V>>>();
-    auto future = promise->get_future();
-    asio::co_spawn(io, std::move(coro), [op, promise, queue](std::exception_ptr e, V v) {
-      if (e) {
-        promise->set_value(Error::internal(std::string(op) + ": " + util::exception_text(e)));
-      } else {
-        promise->set_value(as_result(std::move(v)));
+    auto slot = std::make_shared<host::ResultSlot<AsResultT<V>>>();
+    // The queue closes after the result is set (also when the completion is dropped): the
+    // caller drains it, then takes the result.
+    struct CloseAfter {
+      std::shared_ptr<host::HandoffQueue<E>> queue;
+      explicit CloseAfter(std::shared_ptr<host::HandoffQueue<E>> q) : queue(std::move(q)) {}
+      CloseAfter(CloseAfter&&) noexcept = default;
+      ~CloseAfter() {
+        if (queue) queue->close();
       }
-      queue->close();  // after the result: the caller drains, then takes it
-    });
+    };
+    asio::co_spawn(io, std::move(coro),
+                   [completion = completion_into<V>(op, slot), close = CloseAfter(queue)](auto&&... args) mutable {
+                     completion(std::forward<decltype(args)>(args)...);
+                   });
     while (auto item = queue->pop()) {
       try {
         deliver(*item);
@@ -169,7 +178,7 @@ struct Host::Impl {
         util::log().error("{}: its event callback threw: {}", op, util::exception_text(std::current_exception()));
       }
     }
-    return future.get();
+    return slot->take();
   }
 
   // Runs `coro` on the I/O thread and hands its result to `done` on the callback thread,
@@ -204,14 +213,38 @@ struct Host::Impl {
 
 namespace {
 
-asio::awaitable<Result<std::string>> call_tool_on_io(host::ExtensionManager* manager, std::string name,
-                                                     std::string input_json, ToolCallContext context) {
-  wire::JsonParser parser;
-  auto input = parser.parse(input_json.empty() ? std::string("{}") : input_json);
-  if (!input) {
-    co_return Error::usage("tool '" + name + "' method 'tool.call': invalid input JSON: " + input.error().message);
+// What a tool call needs before it goes to the I/O thread, prepared on the caller's thread:
+// the input parsed, and the folder it runs in — the caller's, else this process's current
+// one, read once here instead of by each of the call's hook events and its tool.call.
+struct PreparedToolCall {
+  boost::json::value input;
+  ToolCallContext context;
+};
+
+// An exception becomes Error::internal("<op>: <what>"), as inside an operation.
+Result<PreparedToolCall> prepare_tool_call(const char* op, const std::string& name, const std::string& input_json,
+                                           const ToolCallContext& context) {
+  try {
+    wire::JsonParser parser;
+    auto input = parser.parse(input_json.empty() ? std::string_view("{}") : std::string_view(input_json));
+    if (!input) {
+      return Error::usage("tool '" + name + "' method 'tool.call': invalid input JSON: " + input.error().message);
+    }
+    PreparedToolCall call{std::move(input).value(), context};
+    if (!call.context.cwd) {
+      std::error_code ec;
+      auto here = std::filesystem::current_path(ec);
+      if (!ec) call.context.cwd = std::move(here);  // else each reader falls back as before
+    }
+    return call;
+  } catch (...) {
+    return Error::internal(std::string(op) + ": " + util::exception_text(std::current_exception()));
   }
-  auto result = co_await manager->call_tool(std::move(name), std::move(input).value(), std::move(context));
+}
+
+asio::awaitable<Result<std::string>> call_tool_on_io(host::ExtensionManager* manager, std::string name,
+                                                     PreparedToolCall call) {
+  auto result = co_await manager->call_tool(std::move(name), std::move(call.input), std::move(call.context));
   if (!result) co_return std::move(result).error();
   co_return wire::to_json(result.value());
 }
@@ -363,6 +396,17 @@ asio::awaitable<Result<T>> failed_on_io(Error e) {
   co_return e;
 }
 
+// The blocking tool call: prepared on the calling thread, run on the I/O thread.
+Result<std::string> call_tool_waiting(Host::Impl& impl, const char* op, std::string name, const std::string& input_json,
+                                      const ToolCallContext& context, std::stop_token stop) {
+  if (impl.on_io_thread()) return Error::internal(called_on_io_thread(op));
+  auto call = prepare_tool_call(op, name, input_json, context);
+  if (!call) return std::move(call).error();
+  const std::string what = "tool '" + name + "' call";
+  return impl.run(op, host::cancellable(call_tool_on_io(impl.manager.get(), std::move(name), std::move(call).value()),
+                                        std::move(stop), what));
+}
+
 }  // namespace
 
 Host::Host(HostOptions options) : m_impl(std::make_unique<Impl>()) {
@@ -415,16 +459,12 @@ DiscoveryReport Host::discover(std::function<void(const DiscoveryEvent&)> progre
 Result<std::string> Host::call_tool(const std::string& id, const std::string& tool, const std::string& input_json,
                                     const ToolCallContext& context, std::stop_token stop) {
   if (!m_impl->find(id)) return not_found(id);
-  const std::string name = id + ":" + tool;
-  return m_impl->run("Host::call_tool", host::cancellable(call_tool_on_io(m_impl->manager.get(), name, input_json, context),
-                                                          std::move(stop), "tool '" + name + "' call"));
+  return call_tool_waiting(*m_impl, "Host::call_tool", id + ":" + tool, input_json, context, std::move(stop));
 }
 
 Result<std::string> Host::call_named_tool(const std::string& name, const std::string& input_json,
                                           const ToolCallContext& context, std::stop_token stop) {
-  return m_impl->run("Host::call_named_tool",
-                     host::cancellable(call_tool_on_io(m_impl->manager.get(), name, input_json, context), std::move(stop),
-                                       "tool '" + name + "' call"));
+  return call_tool_waiting(*m_impl, "Host::call_named_tool", name, input_json, context, std::move(stop));
 }
 
 Result<std::string> Host::emit_hook(const std::string& event_json, std::stop_token stop) {
@@ -442,8 +482,11 @@ void Host::unload(const std::string& id, Completion<void> done) {
 
 void Host::call_named_tool(const std::string& name, const std::string& input_json, const ToolCallContext& context,
                            Completion<std::string> done, std::stop_token stop) {
-  m_impl->start("Host::call_named_tool",
-                host::cancellable(call_tool_on_io(m_impl->manager.get(), name, input_json, context), std::move(stop),
+  constexpr const char* op = "Host::call_named_tool";
+  auto call = prepare_tool_call(op, name, input_json, context);
+  if (!call) return m_impl->start(op, failed_on_io<std::string>(std::move(call).error()), std::move(done));
+  m_impl->start(op,
+                host::cancellable(call_tool_on_io(m_impl->manager.get(), name, std::move(call).value()), std::move(stop),
                                   "tool '" + name + "' call"),
                 std::move(done));
 }

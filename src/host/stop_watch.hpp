@@ -49,17 +49,25 @@ class StopWatch {
 Error cancelled_error(const std::string& what);
 
 // Runs `op` until it ends or `stop` is requested; then `op` is cancelled and the result is
-// cancelled_error(what). Without a stop possible, `op` runs as it is.
+// cancelled_error(what).
 template <class T>
-boost::asio::awaitable<Result<T>> cancellable(boost::asio::awaitable<Result<T>> op, std::stop_token stop,
-                                              std::string what) {
+boost::asio::awaitable<Result<T>> race_stop(boost::asio::awaitable<Result<T>> op, std::stop_token stop,
+                                            std::string what) {
   using namespace boost::asio::experimental::awaitable_operators;
-  if (!stop.stop_possible()) co_return co_await std::move(op);
   if (stop.stop_requested()) co_return cancelled_error(what);
   StopWatch watch(co_await boost::asio::this_coro::executor, stop);
   auto raced = co_await (std::move(op) || watch.stopped());
   if (raced.index() == 1) co_return cancelled_error(what);
   co_return std::get<0>(std::move(raced));
+}
+
+// `op`, cancellable through `stop`; without a stop possible, `op` itself (no extra frame on
+// the common path).
+template <class T>
+boost::asio::awaitable<Result<T>> cancellable(boost::asio::awaitable<Result<T>> op, std::stop_token stop,
+                                              std::string what) {
+  if (!stop.stop_possible()) return op;
+  return race_stop(std::move(op), std::move(stop), std::move(what));
 }
 
 }  // namespace exthost::host
