@@ -557,6 +557,11 @@ asio::awaitable<Result<boost::json::value>> ExtensionManager::call_tool(std::str
   // A call by API name comes from a model that saw the API schema: restore the declared
   // property names before anything else sees the input.
   if (name != tool->runtime_name) input = restore_input_names(tool->input_schema, input);
+  // Without subscribers the hooks are no-ops: the events are not even built.
+  if (!m_hooks.has_subscribers(protocol::HookKind::before_tool_call) &&
+      !m_hooks.has_subscribers(protocol::HookKind::after_tool_call)) {
+    co_return co_await ext->call_tool_for(tool->tool_name, std::move(input), context.session_id, context.cwd);
+  }
   const bool with_session = protocol::hook_session_id_enabled();
 
   protocol::HookEvent before;

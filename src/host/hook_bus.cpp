@@ -203,6 +203,12 @@ std::size_t HookBus::handler_count() const {
   return m_registrations.size();
 }
 
+bool HookBus::has_subscribers(protocol::HookKind kind) const {
+  std::lock_guard lock(m_mutex);
+  return std::any_of(m_registrations.begin(), m_registrations.end(),
+                     [kind](const Registration& r) { return r.subscription.kind == kind; });
+}
+
 bool HookBus::has_suspended(const std::string& extension_id) const {
   std::lock_guard lock(m_mutex);
   return std::any_of(m_registrations.begin(), m_registrations.end(), [&](const Registration& r) {

@@ -117,6 +117,8 @@ class HookBus {
 
   std::size_t handler_count() const;
   bool is_empty() const { return handler_count() == 0; }
+  // Whether anyone subscribed to `kind` (an emit of it with nobody to ask is a no-op).
+  bool has_subscribers(protocol::HookKind kind) const;
   // (kind, tool filter) of one extension, sorted by kind name then filter (none first).
   std::vector<std::pair<protocol::HookKind, std::optional<std::string>>> subscriptions_for(
       const std::string& extension_id) const;
