@@ -31,8 +31,14 @@ struct ConformanceReport {
 // Checks, in order: spawn, framing (host to extension: a request written in pieces;
 // extension to host: well-formed Content-Length frames), stdout-clean (nothing but frames
 // on stdout), id-echo (string and numeric ids answered verbatim), initialize-shape,
-// tool-specs, unknown-method (an error reply), frame-cap (no frame over 4 MiB), shutdown
-// (answered, then the process exits within 2 s).
+// tool-specs, concurrency (capabilities.concurrency, when declared, an integer 1..64),
+// unknown-method (an error reply), pipelining (four requests in one write, each answered
+// with its id, in any order), cancel-unknown (after a $/cancelRequest for an id never sent,
+// the next request is answered; only for an extension that declared cancellation),
+// invalid-utf8 (a request holding bytes that are not UTF-8 gets an error reply or none, and
+// the next request is answered), frame-cap (no frame over 4 MiB), shutdown (answered, then
+// the process exits within 2 s, its stdin still open), exit-status (that exit is status 0,
+// not a signal).
 // `stop_fd`, when not -1, is watched during every wait: once it is readable the
 // extension's process group is killed at once and the checks not yet decided fail as
 // "stopped" (the command's answer to SIGINT).

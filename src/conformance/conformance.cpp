@@ -6,13 +6,17 @@
 #include "exthost/conformance.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
 #include <cerrno>
+#include <cstring>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "host/manifest.hpp"
 #include "process/environment.hpp"
@@ -45,14 +49,29 @@ class Session {
     if (!m_reaped) ::waitpid(m_child.pid, nullptr, 0);
   }
 
+  // Writes to the child's stdin. A child that died leaves a pipe without a reader: the
+  // write fails with EPIPE, and the SIGPIPE it raises is taken here, never delivered.
   bool write_all(std::string_view bytes) {
+    sigset_t pipe_only, before;
+    ::sigemptyset(&pipe_only);
+    ::sigaddset(&pipe_only, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
+    bool ok = true;
     while (!bytes.empty()) {
       const ssize_t n = ::write(m_child.stdin_fd, bytes.data(), bytes.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
+      if (n <= 0) {
+        if (n < 0 && errno == EPIPE) {
+          const timespec now{0, 0};
+          ::sigtimedwait(&pipe_only, nullptr, &now);
+        }
+        ok = false;
+        break;
+      }
       bytes.remove_prefix(static_cast<std::size_t>(n));
     }
-    return true;
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    return ok;
   }
 
   // Writes a request in pieces: the header split mid-line, the body in two parts.
@@ -73,19 +92,20 @@ class Session {
   }
 
   // The next frame's JSON, within one step. Framing problems end the session's stdout.
-  std::optional<json::value> next() {
-    const auto deadline = Clock::now() + m_step;
+  std::optional<json::value> next() { return next(Clock::now() + m_step); }
+  std::optional<json::value> next(Clock::time_point deadline) {
     for (;;) {
       if (m_stopped) return std::nullopt;
       if (auto frame = take_frame()) return frame;
-      if (m_broken) return std::nullopt;
+      if (m_broken || m_eof) return std::nullopt;
       if (!pump(deadline)) return std::nullopt;
     }
   }
   // The next frame that is not a notification (notifications are allowed at any time).
-  std::optional<json::value> next_reply() {
+  std::optional<json::value> next_reply() { return next_reply(Clock::now() + m_step); }
+  std::optional<json::value> next_reply(Clock::time_point deadline) {
     for (;;) {
-      auto v = next();
+      auto v = next(deadline);
       if (!v) return std::nullopt;
       const auto* o = v->if_object();
       if (o && o->contains("method") && !o->contains("id")) {
@@ -100,13 +120,42 @@ class Session {
   bool exits_within(std::chrono::milliseconds bound) {
     const auto deadline = Clock::now() + bound;
     while (!m_stopped && Clock::now() < deadline) {
-      if (::waitpid(m_child.pid, nullptr, WNOHANG) == m_child.pid) {
-        m_reaped = true;
-        return true;
-      }
+      if (exited()) return true;
       pump(Clock::now() + std::chrono::milliseconds(10));
     }
     return false;
+  }
+  // Whether the process has exited (it is reaped then, and its status kept).
+  bool exited() {
+    if (!m_reaped && ::waitpid(m_child.pid, &m_status, WNOHANG) == m_child.pid) m_reaped = true;
+    return m_reaped;
+  }
+  // How it ended: "exited with status 0", "was killed by signal 6 (SIGABRT)".
+  std::string exit_description() const {
+    if (!m_reaped) return "is still running";
+    if (WIFEXITED(m_status)) return "exited with status " + std::to_string(WEXITSTATUS(m_status));
+    const int sig = WTERMSIG(m_status);
+    const char* name = ::sigabbrev_np(sig);
+    return "was killed by signal " + std::to_string(sig) + (name != nullptr ? std::string(" (SIG") + name + ")" : "");
+  }
+  bool exited_cleanly() const { return m_reaped && WIFEXITED(m_status) && WEXITSTATUS(m_status) == 0; }
+
+  // Replies until every id in `wanted` (serialized) has one, within one step in all;
+  // replies with other ids (late answers to earlier checks) are passed over. Returns the
+  // replies by serialized id.
+  std::map<std::string, json::value> replies_to(std::set<std::string> wanted) {
+    const auto deadline = Clock::now() + m_step;
+    std::map<std::string, json::value> got;
+    while (!wanted.empty()) {
+      auto v = next_reply(deadline);
+      if (!v) break;
+      const auto* o = v->if_object();
+      const auto* id = o ? o->if_contains("id") : nullptr;
+      if (id == nullptr) continue;
+      const std::string key = json::serialize(*id);
+      if (wanted.erase(key) != 0) got.emplace(key, std::move(*v));
+    }
+    return got;
   }
 
   const std::string& stray() const { return m_stray; }
@@ -115,13 +164,18 @@ class Session {
   std::string stderr_tail() const { return m_stderr; }
   // Whether the stop descriptor became readable (the child's group is then killed).
   bool stopped() const { return m_stopped; }
+  // Whether the child's stdout ended.
+  bool output_ended() const { return m_eof; }
 
  private:
   // Reads whatever is ready until `deadline`; false on timeout or when stdout ended.
   bool pump(Clock::time_point deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
-    pollfd fds[3] = {{m_child.stdout_fd, POLLIN, 0}, {m_child.stderr_fd, POLLIN, 0}, {m_stop_fd, POLLIN, 0}};
+    // A stream that ended is left out, so that waiting for the exit does not spin on it.
+    pollfd fds[3] = {{m_eof ? -1 : m_child.stdout_fd, POLLIN, 0},
+                     {m_stderr_eof ? -1 : m_child.stderr_fd, POLLIN, 0},
+                     {m_stop_fd, POLLIN, 0}};
     const int n = ::poll(fds, m_stop_fd >= 0 ? 3 : 2, static_cast<int>(left.count()));
     if (n <= 0) return false;
     if (m_stop_fd >= 0 && fds[2].revents != 0) {
@@ -135,6 +189,8 @@ class Session {
       if (r > 0) {
         m_stderr.append(buf, static_cast<std::size_t>(r));
         if (m_stderr.size() > k_stderr_tail) m_stderr.erase(0, m_stderr.size() - k_stderr_tail);
+      } else if (r == 0 || errno != EINTR) {
+        m_stderr_eof = true;
       }
     }
     if (fds[0].revents != 0) {
@@ -192,8 +248,17 @@ class Session {
   std::string m_pending, m_stray, m_stderr, m_framing_error;
   std::size_t m_largest = 0;
   std::size_t m_notifications = 0;
-  bool m_eof = false, m_broken = false, m_reaped = false, m_stopped = false;
+  int m_status = 0;
+  bool m_eof = false, m_stderr_eof = false, m_broken = false, m_reaped = false, m_stopped = false;
 };
+
+// The most concurrency an extension may declare.
+constexpr std::int64_t k_max_concurrency = 64;
+
+std::string frame_of_body(std::string_view body) {
+  return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+}
+std::string frame(const json::value& message) { return frame_of_body(wire::to_json(message)); }
 
 ConformanceCheck check(std::string name, std::string what) { return ConformanceCheck{std::move(name), std::move(what), false, {}}; }
 
@@ -217,10 +282,16 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
   auto shape = check("initialize-shape", "initialize answers {protocol_version: 1, capabilities: {…}}");
   auto specs = check("tool-specs", "declares valid tool and provider specs");
   auto unknown = check("unknown-method", "answers an unknown method with an error {code, message}");
+  auto concurrency = check("concurrency", "declares concurrency, if at all, as an integer from 1 to 64");
+  auto pipelining = check("pipelining", "answers requests written at once, each with its id (any order)");
+  auto cancel = check("cancel-unknown", "survives $/cancelRequest for an unknown id");
+  auto utf8 = check("invalid-utf8", "answers a request holding invalid UTF-8 with an error, or drops it, and goes on");
   auto cap = check("frame-cap", "keeps every frame within 4 MiB");
   auto shutdown = check("shutdown", "answers shutdown and exits within 2 s");
+  auto exit_status = check("exit-status", "exits with status 0 after shutdown, not by a signal");
   auto finish = [&]() -> ConformanceReport& {
-    report.checks = {spawn, framing, clean, echo, shape, specs, unknown, cap, shutdown};
+    report.checks = {spawn, framing,     clean,  echo, shape, specs,    concurrency, unknown,
+                     pipelining, cancel, utf8,  cap,  shutdown, exit_status};
     for (auto& c : report.checks) {
       if (!c.passed && c.detail.empty()) c.detail = "not reached";
     }
@@ -228,7 +299,8 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
   };
   // Stopped from outside: what was not decided yet did not pass.
   auto stopped = [&](Session& s) -> ConformanceReport& {
-    for (auto* c : {&framing, &clean, &echo, &shape, &specs, &unknown, &cap, &shutdown}) {
+    for (auto* c : {&framing, &clean, &echo, &shape, &specs, &concurrency, &unknown, &pipelining, &cancel, &utf8, &cap,
+                    &shutdown, &exit_status}) {
       if (!c->passed) c->detail = "stopped";
     }
     report.stderr_tail = s.stderr_tail();
@@ -270,6 +342,7 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
   framing.passed = s.framing_error().empty();
   framing.detail = framing.passed ? "" : s.framing_error();
   const auto* io = init->if_object();
+  bool declares_cancellation = false;
   bool string_id_ok = io && io->contains("id") && io->at("id") == init_id;
   if (io && io->contains("error")) {
     shape.detail = "initialize answered an error: " + json::serialize(io->at("error"));
@@ -285,6 +358,20 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
       shape.detail = "capabilities must be an object";
     } else {
       shape.passed = true;
+      const auto* declared = caps != nullptr ? caps->as_object().if_contains("concurrency") : nullptr;
+      declares_cancellation = caps != nullptr && caps->as_object().contains("cancellation") &&
+                              caps->as_object().at("cancellation") == true;
+      if (declared == nullptr) {
+        concurrency.passed = true;
+        concurrency.detail = "not declared (1)";
+      } else if ((declared->is_int64() || declared->is_uint64()) && declared->to_number<double>() >= 1 &&
+                 declared->to_number<double>() <= static_cast<double>(k_max_concurrency)) {
+        concurrency.passed = true;
+        concurrency.detail = json::serialize(*declared);
+      } else {
+        concurrency.detail = "must be an integer from 1 to " + std::to_string(k_max_concurrency) + ", got " +
+                             json::serialize(*declared);
+      }
       auto parsed = protocol::parse_initialize_result(m.id, *result);
       specs.passed = parsed.ok();
       specs.detail = parsed ? std::to_string(parsed->tools.size()) + " tools, " + std::to_string(parsed->providers.size()) +
@@ -319,18 +406,85 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
                   (number_id_ok ? "" : "the numeric id 2 was not echoed");
   }
 
-  // shutdown, then the process must go away on its own.
+  const std::string waited = " within " + std::to_string(step.count()) + " ms";
+  // Says what became of the extension when a request went unanswered.
+  auto unanswered = [&](const std::string& what) {
+    if (s.output_ended()) s.exits_within(k_exit_after_shutdown);
+    if (s.exited()) return what + ": the extension " + s.exit_description();
+    return what + (s.output_ended() ? ": the extension closed its stdout" : waited);
+  };
+
+  // Several requests in one write.
+  const std::vector<json::value> pipelined = {10, "conformance-11", 12, "conformance-13"};
+  std::string burst;
+  std::set<std::string> burst_ids;
+  for (const auto& id : pipelined) {
+    burst += frame(json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", "conformance.no_such_method"}, {"params", json::object()}});
+    burst_ids.insert(json::serialize(id));
+  }
+  s.write_all(burst);
+  auto burst_replies = s.replies_to(burst_ids);
+  if (s.stopped()) return stopped(s);
+  if (burst_replies.size() == pipelined.size()) {
+    pipelining.passed = true;
+    pipelining.detail = std::to_string(pipelined.size()) + " answered";
+  } else {
+    std::string missing;
+    for (const auto& id : burst_ids) {
+      if (burst_replies.count(id) == 0) missing += (missing.empty() ? "" : ", ") + id;
+    }
+    pipelining.detail = unanswered("no answer for id " + missing);
+  }
+
+  // A cancellation nobody asked for, then a request: it must still be answered. Only an
+  // extension that declared cancellation is ever sent one.
+  if (!declares_cancellation) {
+    cancel.passed = true;
+    cancel.detail = "cancellation not declared; not sent";
+  } else {
+    s.send(json::object{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", 424242}}}});
+    s.send(json::object{{"jsonrpc", "2.0"}, {"id", 20}, {"method", "conformance.no_such_method"}, {"params", json::object()}});
+    cancel.passed = s.replies_to({"20"}).size() == 1;
+    if (s.stopped()) return stopped(s);
+    if (!cancel.passed) cancel.detail = unanswered("no answer to the next request");
+  }
+
+  // Bytes that are not UTF-8 inside a request, then a request: an error reply or nothing for
+  // the first, an answer for the second.
+  s.write_all(frame_of_body("{\"jsonrpc\":\"2.0\",\"id\":30,\"method\":\"conformance.no_such_method\","
+                            "\"params\":{\"text\":\"\xff\xfe\"}}"));
+  s.send(json::object{{"jsonrpc", "2.0"}, {"id", 31}, {"method", "conformance.no_such_method"}, {"params", json::object()}});
+  auto utf8_replies = s.replies_to({"30", "31"});
+  if (s.stopped()) return stopped(s);
+  const auto bad = utf8_replies.find("30");
+  if (bad != utf8_replies.end() && !bad->second.as_object().contains("error")) {
+    utf8.detail = "answered it with a result: " + util::utf8_lossy(json::serialize(bad->second).substr(0, 200));
+  } else if (utf8_replies.count("31") == 0) {
+    utf8.detail = unanswered("no answer to the next request");
+  } else {
+    utf8.passed = true;
+    utf8.detail = bad != utf8_replies.end() ? "an error reply" : "dropped";
+  }
+
+  // shutdown, then the process must go away on its own (its stdin stays open).
   s.send(json::object{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "shutdown"}, {"params", nullptr}});
-  auto bye = s.next_reply();
-  const bool answered = bye && bye->is_object() && bye->as_object().contains("id") && bye->as_object().at("id") == 3;
+  const bool answered = s.replies_to({"3"}).size() == 1;
   const bool exited = answered && s.exits_within(k_exit_after_shutdown);
   if (s.stopped()) return stopped(s);
   if (!answered) {
-    shutdown.detail = "shutdown was not answered within " + std::to_string(step.count()) + " ms";
+    shutdown.detail = unanswered("shutdown was not answered");
   } else if (!exited) {
     shutdown.detail = "answered, but still running 2 s later";
   } else {
     shutdown.passed = true;
+  }
+  if (exited) {
+    exit_status.passed = s.exited_cleanly();
+    exit_status.detail = "it " + s.exit_description();
+  } else if (answered) {
+    exit_status.detail = "it did not exit";
+  } else if (s.exited()) {
+    exit_status.detail = "it " + s.exit_description() + " before shutdown";
   }
 
   clean.passed = s.stray().empty() && s.framing_error().empty();

@@ -1,12 +1,16 @@
 // The header-only C++ SDK driven over real pipes by a scripted host.
 #include "exthost_sdk.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <set>
 #include <thread>
 
 namespace {
@@ -21,6 +25,7 @@ class Harness {
     EXPECT_EQ(::pipe(to), 0);
     EXPECT_EQ(::pipe(from), 0);
     m_to = to[1];
+    ::fcntl(m_to, F_SETFL, ::fcntl(m_to, F_GETFL) | O_NONBLOCK);
     m_from = from[0];
     m_ext_in = to[0];
     m_ext_out = from[1];
@@ -40,7 +45,17 @@ class Harness {
     if (m_to >= 0) ::close(m_to);
     m_to = -1;
   }
-  void send_raw(const std::string& bytes) { ASSERT_EQ(::write(m_to, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size())); }
+  // Writes all of `bytes` within 20 s (the pipe is non-blocking).
+  void send_raw(const std::string& bytes) {
+    for (std::size_t off = 0; off < bytes.size();) {
+      pollfd p{m_to, POLLOUT, 0};
+      if (::poll(&p, 1, 20'000) <= 0) throw std::runtime_error("the extension read nothing within 20 s");
+      const ssize_t n = ::write(m_to, bytes.data() + off, bytes.size() - off);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n <= 0) throw std::runtime_error("writing to the extension failed");
+      off += static_cast<std::size_t>(n);
+    }
+  }
   void send(const json::value& v) {
     const std::string body = json::serialize(v);
     send_raw("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
@@ -57,8 +72,22 @@ class Harness {
     for (char& c : body) c = byte();
     return json::parse(body).as_object();
   }
+  // The next reply (or request) from the extension; notifications are kept aside.
+  json::object read_reply() {
+    for (;;) {
+      auto m = read();
+      if (m.contains("id")) return m;
+      notifications.push_back(std::move(m));
+    }
+  }
+  // Whether run() returned 0 within 20 s.
+  bool run_returned() {
+    for (int i = 0; i < 4000 && status.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return status.load() == 0;
+  }
   std::unique_ptr<exthost_sdk::Extension> ext;
   std::atomic<int> status{-1};
+  std::vector<json::object> notifications;
 
  private:
   char byte() {
@@ -72,27 +101,70 @@ class Harness {
   std::thread m_thread;
 };
 
+std::string frame_of(const std::string& body) { return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body; }
+
+std::string request_frame(const json::value& id, const char* method, json::value params) {
+  return frame_of(json::serialize(
+      json::object{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}}));
+}
+
 class CppSdk : public ::testing::Test {
  protected:
+  virtual unsigned concurrency() const { return exthost_sdk::k_default_concurrency; }
   void SetUp() override {
     auto& ext = *h.ext;
+    ext.concurrency(concurrency());
     ext.tool("echo", "Echo text back", json::object{{"type", "object"}}, [](exthost_sdk::Call& call) -> json::value {
       return json::object{{"content", "echo: " + std::string(call.input().at("text").as_string())}};
     });
     ext.tool("remember", "Store a note", json::object{}, [&ext](exthost_sdk::Call& call) -> json::value {
       return ext.memory_append(std::string(call.input().at("note").as_string()), {"@note"});
     });
-    ext.tool("wait_cancel", "Waits until cancelled", json::object{}, [](exthost_sdk::Call& call) -> json::value {
-      for (int i = 0; i < 4000 && !call.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      return json::object{{"cancelled", call.cancelled()}};
-    });
+    ext.tool("wait_cancel", "Reports progress, then waits until cancelled", json::object{},
+             [](exthost_sdk::Call& call) -> json::value {
+               call.progress();  // tells the test it is running
+               for (int i = 0; i < 4000 && !call.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+               return json::object{{"cancelled", call.cancelled()}};
+             });
     ext.tool("boom", "Fails", json::object{}, [](exthost_sdk::Call&) -> json::value {
       throw exthost_sdk::ExtensionError("it broke");
     });
     ext.tool("infinite", "Answers a number JSON cannot carry", json::object{}, [](exthost_sdk::Call&) -> json::value {
       return json::object{{"value", std::numeric_limits<double>::infinity()}};
     });
-    ext.hook("before_tool_call", [](exthost_sdk::Call& call) -> json::value {
+    ext.tool("wait_hook", "Waits until a hook has run", json::object{}, [this](exthost_sdk::Call&) -> json::value {
+      for (int i = 0; i < 4000 && !hook_ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return json::object{{"hook_ran_first", hook_ran.load()}};
+    });
+    ext.tool("gate", "Runs until request 31 is cancelled, counting handlers at once", json::object{},
+             [this, &ext](exthost_sdk::Call&) -> json::value {
+               Active a(*this);
+               for (int i = 0; i < 4000 && !ext.is_cancelled(31); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+               return json::object{{"saw_cancel", ext.is_cancelled(31)}};
+             });
+    ext.tool("progress", "Reports progress twice", json::object{}, [this](exthost_sdk::Call& call) -> json::value {
+      const bool first = call.progress();
+      const bool second = call.progress();
+      std::lock_guard lock(calls_mutex);
+      answered_call = std::make_shared<exthost_sdk::Call>(call);
+      return json::object{{"sent", json::array{first, second}}};
+    });
+    ext.tool("huge", "Answers more than the frame cap", json::object{}, [](exthost_sdk::Call&) -> json::value {
+      return json::object{{"content", std::string(exthost_sdk::k_max_frame_body, 'x')}};
+    });
+    ext.tool("not_utf8", "Answers bytes that are not UTF-8", json::object{}, [](exthost_sdk::Call&) -> json::value {
+      return json::object{{"content", "file-\xff.txt"},
+                          {"key-\xc3", json::array{"\xe2\x82", "ok \xe2\x82\xac", "\xed\xa0\x80", "\xf4\x90\x80\x80"}}};
+    });
+    ext.tool("deep", "Answers JSON nested deeper than the host accepts", json::object{},
+             [](exthost_sdk::Call&) -> json::value {
+               json::value v = json::array{};
+               for (std::size_t i = 0; i < exthost_sdk::k_max_json_depth; ++i) v = json::array{v};
+               return v;
+             });
+    ext.hook("before_tool_call", [this](exthost_sdk::Call& call) -> json::value {
+      Active a(*this);
+      hook_ran = true;
       if (json::serialize(call.params().at("tool_input")).find("rm -rf") != std::string::npos) {
         return json::object{{"action", "block"}, {"reason", "no"}};
       }
@@ -110,16 +182,43 @@ class CppSdk : public ::testing::Test {
     h.request(1, "initialize", json::object{{"plugin_id", "notes"}, {"plugin_root", "/p"}, {"config", {{"k", "v"}}}});
     init = h.read();
   }
+  // Counts the handlers running at once.
+  struct Active {
+    explicit Active(CppSdk& test) : t(test) {
+      const int now = ++t.active_now;
+      int most = t.active_most.load();
+      while (now > most && !t.active_most.compare_exchange_weak(most, now)) {
+      }
+    }
+    ~Active() { --t.active_now; }
+    CppSdk& t;
+  };
+  void expect_still_serving(int id = 99) {
+    h.request(id, "tool.call", json::object{{"name", "echo"}, {"input", {{"text", "still here"}}}});
+    EXPECT_EQ(json::serialize(h.read_reply()),
+              R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"result":{"content":"echo: still here"}})");
+  }
   Harness h;
   json::object init;
+  std::atomic<bool> hook_ran{false};
+  std::atomic<int> active_now{0}, active_most{0};
+  std::mutex calls_mutex;
+  std::shared_ptr<exthost_sdk::Call> answered_call;
 };
 
-TEST_F(CppSdk, InitializeDeclaresToolsHooksAndCancellation) {
+class CppSdkSequential : public CppSdk {
+ protected:
+  unsigned concurrency() const override { return 1; }
+};
+
+TEST_F(CppSdk, InitializeDeclaresToolsHooksCancellationAndConcurrency) {
   EXPECT_EQ(init.at("id"), 1);
   const auto& caps = init.at("result").at("capabilities").as_object();
   EXPECT_EQ(init.at("result").at("protocol_version"), 1);
-  EXPECT_EQ(caps.at("tools").as_array().size(), 5u);
+  EXPECT_EQ(caps.at("tools").as_array().size(), 11u);
   EXPECT_EQ(caps.at("cancellation"), true);
+  EXPECT_EQ(caps.at("concurrency"), 8);
+  EXPECT_EQ(exthost_sdk::k_default_concurrency, 8u);
   EXPECT_EQ(caps.at("hooks"), true);
   EXPECT_EQ(h.ext->plugin_id(), "notes");
   EXPECT_EQ(json::serialize(h.ext->config()), R"({"k":"v"})");
@@ -139,7 +238,7 @@ TEST_F(CppSdk, ToolCallsEchoIdsVerbatimAndErrorsAreJsonRpcErrors) {
 TEST_F(CppSdk, AResultWithANonFiniteNumberIsAnsweredAsAnErrorNotAsInvalidJson) {
   h.request(11, "tool.call", json::object{{"name", "infinite"}});
   EXPECT_EQ(json::serialize(h.read().at("error")),
-            R"x({"code":-32000,"message":"message holds a number JSON cannot carry (infinite or NaN)"})x");
+            R"x({"code":-32000,"message":"message holds a number JSON cannot carry (infinite or NaN) (the result of tool.call)"})x");
   h.request(12, "tool.call", json::object{{"name", "echo"}, {"input", {{"text", "after"}}}});
   EXPECT_EQ(json::serialize(h.read().at("result")), R"({"content":"echo: after"})");
 }
@@ -192,18 +291,166 @@ TEST_F(CppSdk, RequestsToTheHostWaitForItsReply) {
   EXPECT_NE(json::serialize(h.read().at("error")).find("permission denied: memory.write required"), std::string::npos);
 }
 
-TEST_F(CppSdk, CancelRequestReachesTheRunningHandler) {
-  h.request(13, "tool.call", json::object{{"name", "wait_cancel"}});
-  h.send(json::object{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", 13}}}});
-  EXPECT_EQ(json::serialize(h.read().at("result")), R"({"cancelled":true})");
-}
-
 TEST_F(CppSdk, ShutdownIsAnsweredAndEndsRun) {
   h.request(14, "shutdown", nullptr);
   EXPECT_EQ(json::serialize(h.read()), R"({"jsonrpc":"2.0","id":14,"result":null})");
-  h.close_input();
-  for (int i = 0; i < 2000 && h.status.load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(h.status.load(), 0);
+  EXPECT_TRUE(h.run_returned());
+}
+
+TEST_F(CppSdk, CancelRequestReachesTheRunningHandler) {
+  h.request(13, "tool.call", json::object{{"name", "wait_cancel"}});
+  EXPECT_EQ(json::serialize(h.read()), R"({"jsonrpc":"2.0","method":"$/progress","params":{"id":13}})");
+  h.send(json::object{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", 13}}}});
+  // A request cancelled while it runs is still answered, with what its handler returns.
+  EXPECT_EQ(json::serialize(h.read()), R"({"jsonrpc":"2.0","id":13,"result":{"cancelled":true}})");
+}
+
+TEST_F(CppSdk, ACancelForAnUnknownIdChangesNothing) {
+  for (const json::value& target : {json::value(999), json::value("nope"), json::value(nullptr), json::value(json::array{1})}) {
+    h.send(json::object{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", target}}}});
+  }
+  h.send(json::object{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", "junk"}});
+  expect_still_serving(15);
+}
+
+TEST_F(CppSdk, AHookIsAnsweredWhileALongToolRuns) {
+  h.request(20, "tool.call", json::object{{"name", "wait_hook"}});
+  h.request(21, "hook.handle", json::object{{"kind", "before_tool_call"}, {"tool_input", {{"command", "ls"}}}});
+  EXPECT_EQ(json::serialize(h.read_reply()), R"({"jsonrpc":"2.0","id":21,"result":{"action":"continue"}})");
+  EXPECT_EQ(json::serialize(h.read_reply()), R"({"jsonrpc":"2.0","id":20,"result":{"hook_ran_first":true}})");
+}
+
+TEST_F(CppSdk, PipelinedRequestsAreAllAnsweredWithTheirIds) {
+  std::string frames;
+  std::set<std::string> expected;
+  for (int i = 0; i < 16; ++i) {
+    for (const json::value& id : {json::value(100 + i), json::value("s-" + std::to_string(i))}) {
+      frames += request_frame(id, "tool.call", json::object{{"name", "echo"}, {"input", {{"text", json::serialize(id)}}}});
+      expected.insert(json::serialize(id));
+    }
+  }
+  h.send_raw(frames);
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    auto reply = h.read_reply();
+    const std::string id = json::serialize(reply.at("id"));
+    EXPECT_EQ(json::serialize(reply.at("result")), json::serialize(json::object{{"content", "echo: " + id}}));
+    seen.insert(id);
+  }
+  EXPECT_EQ(seen, expected);
+}
+
+TEST_F(CppSdk, ProgressIsSentForTheRunningRequestAndNeverAfterItsReply) {
+  h.request(40, "tool.call", json::object{{"name", "progress"}});
+  auto reply = h.read_reply();
+  EXPECT_EQ(reply.at("id"), 40);
+  const auto& sent = reply.at("result").at("sent").as_array();
+  EXPECT_EQ(sent.at(0), true);
+  const auto progress_count = static_cast<std::size_t>(std::count(sent.begin(), sent.end(), json::value(true)));
+  ASSERT_EQ(h.notifications.size(), progress_count);
+  for (const auto& n : h.notifications) {
+    EXPECT_EQ(json::serialize(n), R"({"jsonrpc":"2.0","method":"$/progress","params":{"id":40}})");
+  }
+  std::lock_guard lock(calls_mutex);
+  ASSERT_TRUE(answered_call);
+  EXPECT_FALSE(answered_call->progress());
+}
+
+TEST_F(CppSdkSequential, ConcurrencyOneIsDeclaredAndRunsOneHandlerAtATime) {
+  EXPECT_EQ(init.at("result").at("capabilities").at("concurrency"), 1);
+  // 30 runs until 31 is cancelled; 31 and the hook 32 wait behind it.
+  h.request(30, "tool.call", json::object{{"name", "gate"}});
+  h.request(31, "tool.call", json::object{{"name", "echo"}, {"input", {{"text", "late"}}}});
+  h.request(32, "hook.handle", json::object{{"kind", "before_tool_call"}, {"tool_input", json::object{}}});
+  h.send(json::object{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", 31}}}});
+  EXPECT_EQ(json::serialize(h.read_reply()), R"({"jsonrpc":"2.0","id":30,"result":{"saw_cancel":true}})");
+  // Cancelled before it started: answered at once, its handler never runs.
+  EXPECT_EQ(json::serialize(h.read_reply()),
+            R"({"jsonrpc":"2.0","id":31,"error":{"code":-32800,"message":"tool.call was cancelled before it started"}})");
+  EXPECT_EQ(json::serialize(h.read_reply()), R"({"jsonrpc":"2.0","id":32,"result":{"action":"continue"}})");
+  EXPECT_EQ(active_most.load(), 1);
+}
+
+TEST(CppSdkOptions, ConcurrencyOutsideOneToSixtyFourIsRefused) {
+  exthost_sdk::Extension ext(-1, -1);
+  EXPECT_THROW(ext.concurrency(0), std::invalid_argument);
+  EXPECT_THROW(ext.concurrency(65), std::invalid_argument);
+  ext.concurrency(64);
+  EXPECT_EQ(ext.concurrency(), 64u);
+}
+
+TEST_F(CppSdk, AResultOverTheFrameCapIsAnErrorNamingTheMethod) {
+  h.request(60, "tool.call", json::object{{"name", "huge"}});
+  auto reply = h.read_reply();
+  EXPECT_EQ(reply.at("id"), 60);
+  const std::string message(reply.at("error").at("message").as_string());
+  EXPECT_EQ(reply.at("error").at("code"), -32000);
+  EXPECT_NE(message.find("over the host's frame cap of 4194304 bytes (the result of tool.call)"), std::string::npos) << message;
+  expect_still_serving(61);
+}
+
+TEST_F(CppSdk, AResultNestedDeeperThanTheHostAcceptsIsAnError) {
+  h.request(62, "tool.call", json::object{{"name", "deep"}});
+  EXPECT_EQ(std::string(h.read_reply().at("error").at("message").as_string()),
+            "message nested deeper than 128 levels, which the host refuses (the result of tool.call)");
+  expect_still_serving(63);
+}
+
+TEST_F(CppSdk, StringsThatAreNotUtf8AreSentWithReplacementCharacters) {
+  h.request(64, "tool.call", json::object{{"name", "not_utf8"}});
+  // read() parses strictly: a byte that is not UTF-8 would fail it.
+  EXPECT_EQ(json::serialize(h.read_reply()),
+            "{\"jsonrpc\":\"2.0\",\"id\":64,\"result\":{\"content\":\"file-\xEF\xBF\xBD.txt\",\"key-\xEF\xBF\xBD\":"
+            "[\"\xEF\xBF\xBD\",\"ok \xE2\x82\xAC\",\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\","
+            "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"]}}");
+}
+
+TEST_F(CppSdk, InvalidUtf8InARequestIsAnsweredWithAnError) {
+  const std::string body = "{\"jsonrpc\":\"2.0\",\"id\":50,\"method\":\"tool.call\",\"params\":{\"name\":\"echo\",\"input\":{\"text\":\"a\xff" "b\"}}}";
+  h.send_raw(frame_of(body));
+  EXPECT_EQ(json::serialize(h.read_reply()),
+            R"({"jsonrpc":"2.0","id":50,"error":{"code":-32700,"message":"request tool.call refused: invalid UTF-8 at byte )" +
+                std::to_string(body.find('\xff')) + R"( of the frame body"}})");
+  expect_still_serving(51);
+}
+
+TEST_F(CppSdk, FramesWithoutAUsableIdAreDroppedAndReadingGoesOn) {
+  for (const std::string& body : {std::string("\xff\xfe not json"), std::string("{not json"), std::string("[1,2]"),
+                                 std::string(R"({"id":{"x":1},"method":"m"})"), std::string(R"({"id":7,"method":5})"),
+                                 std::string(100000, '['), std::string("{\"jsonrpc\":\"2.0\",\"id\":\"x\xff\"")}) {
+    h.send_raw(frame_of(body));
+  }
+  h.send_raw("Content-Length: " + std::to_string(exthost_sdk::k_max_frame_body + 1) + "\r\n\r\n");
+  h.send_raw(std::string(exthost_sdk::k_max_frame_body + 1, ' '));
+  // The one with a numeric id but no string method is answered as invalid.
+  EXPECT_EQ(h.read_reply().at("error").at("code"), -32600);
+  expect_still_serving(52);
+}
+
+TEST_F(CppSdk, AnUnreadableHeaderEndsTheInputWithoutKillingAnything) {
+  h.send_raw("Content-Length: twelve\r\n\r\n{}");
+  EXPECT_TRUE(h.run_returned());
+}
+
+TEST_F(CppSdk, DeeplyNestedRequestsFromTheHostAreServed) {
+  json::value deep = json::object{};
+  for (int i = 0; i < 100; ++i) deep = json::object{{"d", deep}};
+  h.request(70, "tool.call", json::object{{"name", "echo"}, {"input", {{"text", "deep"}, {"extra", deep}}}});
+  EXPECT_EQ(json::serialize(h.read_reply()), R"({"jsonrpc":"2.0","id":70,"result":{"content":"echo: deep"}})");
+}
+
+TEST_F(CppSdk, ShutdownCancelsARunningHandlerAnswersAndReturns) {
+  h.request(80, "tool.call", json::object{{"name", "wait_cancel"}});
+  EXPECT_EQ(json::serialize(h.read()), R"({"jsonrpc":"2.0","method":"$/progress","params":{"id":80}})");
+  h.request(81, "shutdown", nullptr);
+  std::map<std::string, std::string> replies;
+  for (int i = 0; i < 2; ++i) {
+    auto r = h.read_reply();
+    replies[json::serialize(r.at("id"))] = json::serialize(r);
+  }
+  EXPECT_EQ(replies["81"], R"({"jsonrpc":"2.0","id":81,"result":null})");
+  EXPECT_EQ(replies["80"], R"({"jsonrpc":"2.0","id":80,"result":{"cancelled":true}})");
+  EXPECT_TRUE(h.run_returned());
 }
 
 }  // namespace

@@ -27,7 +27,10 @@ static std::optional<json::value> read_message() {
   if (!have_length) return std::nullopt;
   std::string body(length, '\0');
   if (!std::cin.read(body.data(), static_cast<std::streamsize>(length))) return std::nullopt;
-  return json::parse(body);
+  boost::system::error_code ec;
+  json::value message = json::parse(body, ec);
+  if (ec) return json::value(nullptr);  // not JSON (bytes that are not UTF-8, say): skipped
+  return message;
 }
 
 static void send(const json::value& message) {
@@ -50,8 +53,9 @@ static json::value count(const std::string& text) {
 int main() {
   std::ios::sync_with_stdio(false);
   while (auto message = read_message()) {
-    const auto& m = message->as_object();
-    if (!m.contains("id") || !m.contains("method")) continue;
+    if (!message->is_object()) continue;
+    const auto& m = message->get_object();
+    if (!m.contains("id") || !m.contains("method") || !m.at("method").is_string()) continue;
     const json::value& id = m.at("id");
     const std::string method(m.at("method").as_string());
     if (method == "initialize") {
