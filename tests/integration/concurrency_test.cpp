@@ -77,6 +77,31 @@ TEST_F(ConcurrencyTest, AGuardBusyWithALongToolStillBlocksADangerousCallWhenItDe
   EXPECT_TRUE(done.get());
 }
 
+TEST_F(ConcurrencyTest, AGuardBusyWithALongToolAndNoConcurrencyBlocksAfterItsDeadlineWhenFailClosed) {
+  auto o = options();
+  o.hook_timeout = 500ms;  // the guard's hook deadline
+  exthost::Host host(o);
+  ASSERT_TRUE(host.load(plugin(
+      "guard", {}, R"({"permissions":["tools.register","tools.intercept"],"hooks":[{"hook":"before_tool_call","on_error":"block"}]})")));
+  ASSERT_TRUE(host.load(plugin("worker", {})));
+  // One request at a time: the hook waits in the guard's pipe behind its 3 s tool.
+  std::promise<exthost::Result<std::string>> long_call;
+  host.call_named_tool("guard:sleep", R"({"ms":3000})", {},
+                       [&](exthost::Result<std::string> r) { long_call.set_value(std::move(r)); });
+  std::this_thread::sleep_for(100ms);
+  exthost::Result<std::string> r = exthost::Error::usage("not run");
+  ASSERT_TRUE(finishes_within(20s, [&] { r = host.call_tool("worker", "sleep", R"({"ms":0,"cmd":"rm -rf /"})"); }));
+  ASSERT_FALSE(r) << "a fail-closed guard that cannot answer in time must not let the call through";
+  EXPECT_EQ(r.error().cause, exthost::ErrorCause::blocked) << r.error().message;
+  EXPECT_EQ(r.error().extension_id, "guard");
+  EXPECT_NE(r.error().message.find("blocked: hook of extension 'guard' did not answer within 500 ms (fail-closed)"),
+            std::string::npos)
+      << r.error().message;
+  auto done = long_call.get_future();
+  ASSERT_EQ(done.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(done.get()) << "the guard's own tool is unaffected";
+}
+
 TEST_F(ConcurrencyTest, NoMoreRequestsThanDeclaredAreInFlightAndAllAreAnswered) {
   exthost::Host host(options());
   ASSERT_TRUE(host.load(plugin("pair", {"--concurrency", "2"})));

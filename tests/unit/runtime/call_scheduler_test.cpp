@@ -41,6 +41,14 @@ struct Fixture {
     io.restart();
     io.poll();
   }
+  // Lets every waiter in and ends it before the scheduler goes: a coroutine left waiting
+  // would otherwise be destroyed by the io_context after the scheduler it waits in.
+  ~Fixture() {
+    scheduler.set_limit(exthost::protocol::k_max_concurrency);
+    settle();
+    slots.clear();
+    settle();
+  }
 };
 
 TEST(CallScheduler, AtTheDefaultLimitNothingIsHeldBackAndOrderIsKept) {
