@@ -389,8 +389,11 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call(std::string m
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
     // Only a request an idle child received and left unanswered says anything about the
     // child. Hooks are not counted: a hook that never answers is suspended by the hook bus,
-    // while the extension may well serve its tools.
-    if (*sent != 0 && method != "hook.handle") perform(m_machine.handle({LifeInput::Kind::call_timed_out, *sent}));
+    // while the extension may well serve its tools. Nor is a request that reached its total
+    // limit while reporting progress: that child is working, not frozen.
+    if (*sent != 0 && method != "hook.handle" && !activity->capped) {
+      perform(m_machine.handle({LifeInput::Kind::call_timed_out, *sent}));
+    }
     std::string text = "Extension '" + m_spec.id + "' method '" + method + "' timed out after " + duration_text(limit);
     if (activity->capped) {
       text = "Extension '" + m_spec.id + "' method '" + method + "' ran past its total limit of " +
@@ -566,10 +569,10 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   }
   *sent = 0;
   if (wire::is_application_error(retry.error())) co_return retry;
-  perform(m_machine.handle({LifeInput::Kind::transport_ended, retry_epoch}));
+  // How the second child ended and its stderr tail, as for a call that is not retried.
   Error failed(first_error.kind, first_error.message + "; retry after restart failed: " + retry.error().message,
                retry.error().cause == ErrorCause::unspecified ? ErrorCause::transport : retry.error().cause);
-  co_return failed;
+  co_return co_await ended_report(retry_instance, std::move(failed), {});
 }
 
 asio::awaitable<Result<boost::json::value>> ProcessExtension::call_no_spawn(std::string method,

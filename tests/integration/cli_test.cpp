@@ -77,6 +77,18 @@ TEST_F(Cli, CallPrintsTheResultVerbatim) {
   EXPECT_EQ(plain.out, "{\"content\":[1,2]}\n");
 }
 
+// A deadline of zero, below a millisecond, beyond a day, infinite or not a number is a
+// usage error (a huge one used to overflow into an instant timeout).
+TEST_F(Cli, ATimeoutOutsideItsRangeIsAUsageError) {
+  manifest("echo");
+  for (const char* bad : {"0", "-1", "0.0001", "86401", "1e300", "inf", "nan"}) {
+    SCOPED_TRACE(bad);
+    auto r = run("call " + dir.string() + " echo '{}' --timeout " + bad);
+    EXPECT_EQ(r.exit_code, 2) << last_stderr();
+  }
+  EXPECT_EQ(run("call " + dir.string() + " echo '{}' --timeout 86400").exit_code, 0) << last_stderr();
+}
+
 TEST_F(Cli, FailuresExitNonZeroAndNameTheExtension) {
   auto missing = run("check " + dir.string());
   EXPECT_EQ(missing.exit_code, 3);

@@ -167,6 +167,9 @@ TEST_F(ConcurrencyTest, UnderTheReferenceRetryModeEveryCallIsRetried) {
   auto r = host.call_tool("writer", "write_then_crash", R"({"text":"x"})");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("retry after restart failed"), std::string::npos) << r.error().message;
+  // The failed retry still says whose child ended and how.
+  EXPECT_NE(r.error().message.find("extension 'writer' exited with status 3"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().extension_id, "writer");
   EXPECT_EQ(lines_of(state("writer") / "side-effects"), 2u);
 }
 
@@ -188,6 +191,23 @@ TEST_F(ConcurrencyTest, ProgressKeepsACallAliveUpToItsTotalLimit) {
   ASSERT_FALSE(endless);
   EXPECT_NE(endless.error().message.find("ran past its total limit of 4s"), std::string::npos)
       << endless.error().message;
+}
+
+// Three calls in a row that reach their total limit while reporting progress: the child was
+// working all along, so it is not unresponsive and is not killed.
+TEST_F(ConcurrencyTest, CallsEndedByTheTotalLimitWhileReportingProgressDoNotMakeAChildUnresponsive) {
+  auto o = options();
+  o.tool_call_timeout = 300ms;
+  exthost::Host host(o);
+  ASSERT_TRUE(host.load(plugin("busy", {"--concurrency", "2"})));
+  const auto pid = host.child_pid("busy");
+  for (int i = 0; i < 3; ++i) {
+    auto r = host.call_tool("busy", "progress", R"({"ms":3000,"every":100})");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("ran past its total limit"), std::string::npos) << r.error().message;
+  }
+  EXPECT_EQ(host.extension_info("busy")->restart_count, 0u);
+  EXPECT_EQ(host.child_pid("busy"), pid) << "the working child was killed";
 }
 
 TEST_F(ConcurrencyTest, AStopTokenCancelsACallAndTheExtensionHearsOfIt) {

@@ -27,11 +27,36 @@ using namespace exthost::cli;
 // `s` as a JSON string literal.
 std::string json_string(std::string_view s) { return boost::json::serialize(boost::json::string_view(s.data(), s.size())); }
 
+// --timeout's range: a millisecond at least, a day at most (a larger value would overflow
+// the deadline arithmetic; zero, negative, infinite or NaN values are refused as usage errors).
+constexpr double k_min_timeout_seconds = 0.001;
+constexpr double k_max_timeout_seconds = 86400;
+
+// --timeout's check: a number within the range above (NaN compares false to both bounds,
+// so it is refused explicitly).
+CLI::Validator timeout_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          v = std::stod(text);
+        } catch (...) {
+          return "not a number: " + text;
+        }
+        if (!(v >= k_min_timeout_seconds && v <= k_max_timeout_seconds)) {
+          return "must be from " + std::to_string(k_min_timeout_seconds) + " to " +
+                 std::to_string(static_cast<long>(k_max_timeout_seconds)) + " seconds, got " + text;
+        }
+        return {};
+      },
+      "SECONDS");
+}
+
 // What every verb shares.
 struct Options {
   std::string dir;
   bool json = false;
-  double timeout = 0;
+  double timeout = 0;  // seconds; 0: each method's default
   std::string home;
   std::string project;
   std::vector<std::string> limits;  // KEY=VALUE, ResourceLimits' manifest keys
@@ -447,7 +472,8 @@ CLI::App* verb(CLI::App& app, const char* name, const char* what, Options& o, bo
                                            : "Plugin directory; without one, every installed plugin");
   if (dir_required) dir->required();
   sub->add_flag("--json", o.json, json_help);
-  sub->add_option("--timeout", o.timeout, std::string("Deadline in seconds (default ") + timeout_default + ")");
+  sub->add_option("--timeout", o.timeout, std::string("Deadline in seconds (default ") + timeout_default + ")")
+      ->check(timeout_range());
   sub->add_option("--home", o.home, k_home_help);
   if (!dir_required) sub->add_option("--project", o.project, "Project folder: also search <project>/.exthost/plugins");
   sub->add_option("--limit", o.limits, k_limit_help);
@@ -501,7 +527,8 @@ int run_verb(int argc, char** argv) {
       "serve", "Serve the host API as JSON-RPC 2.0 on stdin/stdout (Content-Length framing); see docs/serve.md.");
   serve_cmd->add_option("--home", o.home, k_home_help);
   serve_cmd->add_option("--project", o.project, "Project folder: discovery also searches <project>/.exthost/plugins");
-  serve_cmd->add_option("--timeout", o.timeout, "Deadline in seconds for every extension method (default: per method)");
+  serve_cmd->add_option("--timeout", o.timeout, "Deadline in seconds for every extension method (default: per method)")
+      ->check(timeout_range());
   serve_cmd->add_option("--limit", o.limits, k_limit_help);
   serve_cmd->add_flag("--hooks-fail-closed", o.hooks_fail_closed, k_hooks_fail_closed_help);
 
