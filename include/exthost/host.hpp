@@ -105,6 +105,7 @@ struct ToolInfo {
   std::string input_schema_json;      // compact JSON text, as declared
   std::string api_input_schema_json;  // the same with API-safe property names: show this one
                                       // to a model, and call the tool by its api_name
+  bool idempotent = false;  // declared safe to run again: retried on a restarted child after a crash
 };
 
 struct ProviderModelInfo {
@@ -147,6 +148,10 @@ struct ExtensionInfo {
   // Whether a control group holds its child's whole subtree, daemons included (else its
   // process group only; see docs/protocol.md, "Containment").
   bool contained_by_cgroup = false;
+  // What its initialize answer declared: requests it takes at once (capabilities.concurrency,
+  // 1 unless declared) and whether it hears $/cancelRequest (capabilities.cancellation).
+  std::size_t concurrency = 1;
+  bool cancellation = false;
 };
 
 // The counters of one extension (SPEC A11), read without waiting for it.

@@ -77,6 +77,14 @@ inline constexpr int k_invalid_params = -32602;
 inline constexpr int k_server_error = -32000;
 inline constexpr int k_request_cancelled = -32800;
 
+// What a tool declares beyond its schema.
+struct ToolOptions {
+  // Running it twice does no more than running it once: after a crash mid-call the host
+  // runs it again on the restarted extension. Other tools are never run twice; their
+  // caller gets the crash instead.
+  bool idempotent = false;
+};
+
 // Throw from a handler to answer with a JSON-RPC error {code, message}.
 class ExtensionError : public std::runtime_error {
  public:
@@ -379,9 +387,11 @@ class Extension {
 
   // --- registration -----------------------------------------------------------------
 
-  void tool(std::string name, std::string description, json::value input_schema, Handler handler) {
-    m_tool_specs.push_back(json::object{{"name", name}, {"description", std::move(description)},
-                                        {"input_schema", std::move(input_schema)}});
+  void tool(std::string name, std::string description, json::value input_schema, Handler handler,
+            ToolOptions options = {}) {
+    json::object spec{{"name", name}, {"description", std::move(description)}, {"input_schema", std::move(input_schema)}};
+    if (options.idempotent) spec["idempotent"] = true;
+    m_tool_specs.push_back(std::move(spec));
     m_tools[std::move(name)] = std::move(handler);
   }
   // hook.handle for `kind`; return {"action": …}, or null to continue.

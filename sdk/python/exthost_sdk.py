@@ -207,12 +207,18 @@ class Extension:
 
     # --- registration ---------------------------------------------------------------
 
-    def tool(self, name, description, input_schema=None):
-        """Registers a tool; the handler gets a Call and returns the result (any JSON)."""
+    def tool(self, name, description, input_schema=None, idempotent=False):
+        """Registers a tool; the handler gets a Call and returns the result (any JSON).
+
+        idempotent=True declares that running the tool twice does no more than running it
+        once: after a crash mid-call the host runs it again on the restarted extension.
+        Other tools are never run twice; their caller gets the crash instead."""
         def register(handler):
             self._tools[name] = handler
-            self._tool_specs.append({"name": name, "description": description,
-                                     "input_schema": input_schema or {"type": "object"}})
+            spec = {"name": name, "description": description, "input_schema": input_schema or {"type": "object"}}
+            if idempotent:
+                spec["idempotent"] = True
+            self._tool_specs.append(spec)
             return handler
         return register
 

@@ -145,7 +145,8 @@ def make_extension(stdin, stdout, **options):
         with active_lock:
             active["now"] -= 1
 
-    @ext.tool("echo", "Echo text back", {"type": "object", "properties": {"text": {"type": "string"}}})
+    @ext.tool("echo", "Echo text back", {"type": "object", "properties": {"text": {"type": "string"}}},
+              idempotent=True)
     def echo(call):
         return {"content": "echo: " + call.input.get("text", "")}
 
@@ -250,6 +251,9 @@ class BasicsTest(SdkTest):
         self.assertEqual([t["name"] for t in caps["tools"]],
                          ["echo", "remember", "wait_cancel", "boom", "wait_hook", "gate", "progress", "huge",
                           "surrogate", "bytes", "infinite"])
+        # Only the tool registered as idempotent says so.
+        self.assertIs(caps["tools"][0]["idempotent"], True)
+        self.assertNotIn("idempotent", caps["tools"][1])
         self.assertTrue(caps["cancellation"])
         self.assertTrue(caps["hooks"])
         self.assertEqual(caps["concurrency"], exthost_sdk.DEFAULT_CONCURRENCY)

@@ -122,6 +122,15 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load(fs::path plugin_di
 }
 
 asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest m) {
+  // Every failure from here on is this extension's, whatever path produced it: the error
+  // names it (serve's data.extension) even when its text came from a deadline or the OS.
+  std::string id = m.id;
+  auto loaded = co_await load_named(std::move(m));
+  if (!loaded) co_return std::move(loaded).error().from(std::move(id));
+  co_return loaded;
+}
+
+asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_named(Manifest m) {
   const std::string id = m.id;
   const std::string ext_name = "Extension '" + id + "'";
   // The id is taken before the first suspension: a second load of it meanwhile is refused
@@ -278,6 +287,8 @@ asio::awaitable<Result<ExtensionInfo>> ExtensionManager::load_manifest(Manifest 
   info.init_ms = std::chrono::duration<double, std::milli>(answered - started).count();
   info.limits = spec_limits;
   info.contained_by_cgroup = ext->child() && ext->child()->contained_by_cgroup();
+  info.concurrency = init->concurrency;
+  info.cancellation = init->cancellation;
   for (const auto& cap : capabilities) info.capabilities.push_back(CapabilityInfo{cap.kind, cap.name});
   // The optional info.get probe: best effort, never fails the load (SPEC §2.7).
   if (!init->tools.empty() || !init->providers.empty() || !capabilities.empty()) {
@@ -675,7 +686,7 @@ std::optional<ExtensionInfo> ExtensionManager::info(const std::string& id) const
   info.tools.clear();
   for (const auto& t : m_tools.tools_of(id)) {
     info.tools.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description, wire::to_json(t.input_schema),
-                                      wire::to_json(t.api_input_schema)});
+                                  wire::to_json(t.api_input_schema), t.idempotent});
   }
   info.providers.clear();
   for (const auto& summary : m_providers.summaries(id)) {

@@ -114,6 +114,7 @@ class ExtensionManager {
     std::vector<std::pair<std::string, std::vector<std::string>>> provider_required;
   };
   boost::asio::awaitable<Result<ExtensionInfo>> load_manifest(Manifest manifest);
+  boost::asio::awaitable<Result<ExtensionInfo>> load_named(Manifest manifest);  // load_manifest's body
   ConfigSources config_sources(const std::string& id) const;
   void forget(const std::string& id);
 

@@ -563,7 +563,7 @@ std::vector<ToolInfo> Host::tools() const {
                                   for (const auto& t : impl->manager->tools().tools()) {
                                     out.push_back(ToolInfo{t.tool_name, t.runtime_name, t.api_name, t.description,
                                                            wire::to_json(t.input_schema),
-                                                           wire::to_json(t.api_input_schema)});
+                                                           wire::to_json(t.api_input_schema), t.idempotent});
                                   }
                                   return out;
                                 }),

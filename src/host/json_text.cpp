@@ -31,7 +31,8 @@ json::object tool_object(const ToolInfo& t) {
                       {"api_name", t.api_name},
                       {"description", t.description},
                       {"input_schema", parsed(t.input_schema_json)},
-                      {"api_input_schema", parsed(t.api_input_schema_json)}};
+                      {"api_input_schema", parsed(t.api_input_schema_json)},
+                      {"idempotent", t.idempotent}};
 }
 
 }  // namespace
@@ -77,6 +78,8 @@ std::string to_json_text(const ExtensionInfo& info) {
   put("cpu_seconds", info.limits.cpu_seconds);
   o["limits"] = std::move(limits);
   o["contained_by_cgroup"] = info.contained_by_cgroup;
+  o["concurrency"] = info.concurrency;
+  o["cancellation"] = info.cancellation;
   return wire::to_json(o);
 }
 

@@ -107,7 +107,7 @@ void ToolRegistry::register_plugin(const std::string& plugin_id, const std::vect
   std::erase_if(m_tools, [&](const RegisteredTool& t) { return t.plugin_id == plugin_id; });
   for (const auto& spec : tools) {
     m_tools.push_back(RegisteredTool{plugin_id, spec.name, plugin_id + ":" + spec.name, {}, spec.description,
-                                     spec.input_schema, api_schema(spec.input_schema)});
+                                     spec.input_schema, api_schema(spec.input_schema), spec.idempotent});
   }
   std::sort(m_tools.begin(), m_tools.end(),
             [](const RegisteredTool& a, const RegisteredTool& b) { return a.runtime_name < b.runtime_name; });

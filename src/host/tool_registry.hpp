@@ -30,6 +30,7 @@ struct RegisteredTool {
   std::string description;
   boost::json::value input_schema;      // as the extension declared it
   boost::json::value api_input_schema;  // property names made API-safe (see sanitize_property_name)
+  bool idempotent = false;              // declared safe to run again after a crash
 };
 
 // A property name as model APIs accept it: [A-Za-z0-9_.-], at most 64 characters.

@@ -51,7 +51,10 @@ Result<std::vector<ToolSpec>> decode_tools(const boost::json::value& v) {
     if (schema == nullptr) return Error::extension("missing field `input_schema`");
     bool idempotent = false;
     if (const auto* flag = o->if_contains("idempotent"); flag != nullptr && !flag->is_null()) {
-      if (!flag->is_bool()) return Error::extension("tool `idempotent`: " + invalid_type(*flag, "a boolean"));
+      if (!flag->is_bool()) {
+        return Error::extension("tool '" + std::string(name.value()) + "' `idempotent`: " +
+                                invalid_type(*flag, "a boolean"));
+      }
       idempotent = flag->get_bool();
     }
     tools.push_back(ToolSpec{std::move(name).value(), std::move(description).value(), *schema, idempotent});
@@ -139,8 +142,15 @@ Result<InitializeResult> parse_initialize_result(std::string_view extension_id, 
     }
     if (const auto* p = caps->if_contains("providers")) providers = p->get_array();
     if (const auto* c = caps->if_contains("capabilities")) out.capabilities = c->get_array();
-    if (const auto* cancel = caps->if_contains("cancellation")) out.cancellation = cancel->is_bool() && cancel->get_bool();
-    if (const auto* n = caps->if_contains("concurrency"); n != nullptr && !n->is_null()) {
+    if (const auto* cancel = caps->if_contains("cancellation")) {
+      if (!cancel->is_bool()) {
+        return Error::extension(invalid + "capabilities.cancellation must be a boolean, got " + kind_name(*cancel))
+            .because(ErrorCause::protocol);
+      }
+      out.cancellation = cancel->get_bool();
+    }
+    // Present means declared: null is not "absent" (an extension that sends it has a bug to hear about).
+    if (const auto* n = caps->if_contains("concurrency"); n != nullptr) {
       const bool whole = n->is_uint64() || n->is_int64();
       const std::int64_t value = n->is_uint64() ? (n->get_uint64() > k_max_concurrency ? -1 : static_cast<std::int64_t>(n->get_uint64()))
                                  : n->is_int64() ? n->get_int64()

@@ -29,13 +29,15 @@ std::vector<LifeAction> LifecycleMachine::stop() {
 }
 
 std::vector<LifeAction> LifecycleMachine::restart(std::vector<LifeAction> actions) {
-  ++m_attempts;
-  ++m_total_restarts;
-  if (m_attempts > m_policy.max_attempts) {
+  // The budget is checked before counting: a restart that is refused is not a restart, so
+  // neither count ever goes past the policy's limit.
+  if (m_attempts >= m_policy.max_attempts) {
     m_state = LifeState::failed;
     actions.push_back({LifeAction::Kind::wake});
     return actions;
   }
+  ++m_attempts;
+  ++m_total_restarts;
   m_state = LifeState::restarting;
   const auto delay = m_policy.delay_for_attempt(m_attempts).value_or(std::chrono::milliseconds(0));
   actions.push_back({LifeAction::Kind::start_backoff, m_epoch, delay, {}});

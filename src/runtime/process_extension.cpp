@@ -518,6 +518,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   const std::uint64_t epoch = instance->epoch;
   const std::uint64_t id = next_id();
   *sent = slot.reached_idle_child() ? epoch : 0;
+  const bool queued_behind = !slot.reached_idle_child();
   Result<boost::json::value> first;
   {
     ProgressEntry progress(*this, id, activity);
@@ -540,9 +541,14 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   }
   // A request that never reached the child whole cannot have run: it always goes to the next.
   if (first.error().cause != ErrorCause::not_running && !retry_allowed(method, params)) {
-    std::string why_not = method == "tool.call"
-                              ? "not retried: tool '" + tool_name_of(params) + "' is not declared idempotent"
-                              : "not retried: '" + method + "' is not safe to repeat";
+    const std::string unsafe = method == "tool.call"
+                                   ? "tool '" + tool_name_of(params) + "' is not declared idempotent"
+                                   : "'" + method + "' is not safe to repeat";
+    // Written behind other requests the child had not answered, this one may never have
+    // been read, or may have run: either way it is not run again, and the caller is told.
+    std::string why_not = queued_behind ? "not run again: it was queued behind other requests on the child "
+                                          "that ended, and " + unsafe
+                                        : "not retried: " + unsafe;
     co_return co_await ended_report(instance, std::move(first).error(), std::move(why_not));
   }
   const Error first_error = first.error();

@@ -42,7 +42,12 @@ std::optional<std::string> stream_event_frame(std::string_view raw_id, std::stri
 
 std::string error_frame(std::string_view raw_id, int code, std::string_view message, const boost::json::value* data,
                         const boost::json::value* smaller_data) {
-  const std::string text = boost::json::serialize(boost::json::string_view(util::utf8_prefix(message, k_max_error_message)));
+  std::string shown(util::utf8_prefix(message, k_max_error_message));
+  if (shown.size() < message.size()) {
+    shown += " [cut: " + std::to_string(message.size() - shown.size()) + " more bytes of " +
+             std::to_string(message.size()) + "]";
+  }
+  const std::string text = boost::json::serialize(boost::json::string_view(shown));
   const std::string code_text = std::to_string(code);
   const std::string data_text = data ? R"(,"data":)" + boost::json::serialize(*data) : std::string();
   const std::string smaller_text =

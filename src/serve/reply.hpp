@@ -15,8 +15,9 @@ namespace exthost::server {
 
 // The most body bytes of one frame the server writes: the framing's own cap.
 inline constexpr std::size_t k_max_output_body = wire::k_max_frame_body;
-// An error message longer than this is cut (at a character boundary): an error echoes
-// client text, such as an unknown method's name, which must not make the error oversized.
+// An error message longer than this is cut (at a character boundary) and marked
+// "[cut: N more bytes of M]": an error echoes client text, such as an unknown method's
+// name, or an extension's own message, which must not make the error oversized.
 inline constexpr std::size_t k_max_error_message = 64 * 1024;
 
 // The id text of a reply to a request whose id could not be read.

@@ -64,8 +64,36 @@ TEST_F(Cli, CheckReportsThePluginAsJson) {
   manifest("echo");
   auto r = run("check " + dir.string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << last_stderr();
-  EXPECT_EQ(r.out.rfind(R"({"id":"fake-plugin","health":"running","generation":2,"restart_count":0,"tools":[{"name":"echo","runtime_name":"fake-plugin:echo","api_name":"fake-plugin_echo","description":"Echo the input back","input_schema":{"type":"object"},"api_input_schema":{"type":"object"}},)", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind(R"({"id":"fake-plugin","health":"running","generation":2,"restart_count":0,"tools":[{"name":"echo","runtime_name":"fake-plugin:echo","api_name":"fake-plugin_echo","description":"Echo the input back","input_schema":{"type":"object"},"api_input_schema":{"type":"object"},"idempotent":false},)", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(R"("concurrency":1,"cancellation":false})"), std::string::npos) << r.out;
   EXPECT_TRUE(exthost::testing::no_zombies_within());
+}
+
+// What an extension declared beyond the reference (concurrency, cancellation, idempotent
+// tools) is what a user checks before relying on it: shown as text and as JSON.
+TEST_F(Cli, CheckShowsDeclaredConcurrencyCancellationAndIdempotentTools) {
+  std::ofstream(dir / ".synaps-plugin/plugin.json")
+      << R"({"name":"fake","extension":{"protocol_version":1,"runtime":"process","command":")"
+      << EXTHOST_CONCURRENT_EXTENSION
+      << R"(","args":["--concurrency","4","--cancellation","--state","/tmp"],"permissions":["tools.register"]}})";
+  auto text = run("check " + dir.string());
+  ASSERT_EQ(text.exit_code, 0) << last_stderr();
+  EXPECT_NE(text.out.find("calls:      4 at once, hears $/cancelRequest\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("read_then_crash"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" (idempotent)\n"), std::string::npos) << text.out;
+  auto json = run("check " + dir.string() + " --json");
+  ASSERT_EQ(json.exit_code, 0) << last_stderr();
+  const auto j = boost::json::parse(json.out).as_object();
+  EXPECT_EQ(j.at("concurrency"), 4);
+  EXPECT_EQ(j.at("cancellation"), true);
+  std::size_t idempotent = 0;
+  for (const auto& t : j.at("tools").as_array()) {
+    if (t.at("idempotent") == true) {
+      ++idempotent;
+      EXPECT_EQ(t.at("name"), "read_then_crash");
+    }
+  }
+  EXPECT_EQ(idempotent, 1u);
 }
 
 TEST_F(Cli, CallPrintsTheResultVerbatim) {

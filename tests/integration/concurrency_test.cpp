@@ -147,6 +147,33 @@ TEST_F(ConcurrencyTest, ASideEffectRunsExactlyOnceWhenItsChildCrashesMidCall) {
   EXPECT_EQ(lines_of(state("writer") / "side-effects"), 2u);
 }
 
+// Under the reference's one-at-a-time lane, a second call is written to the pipe behind the
+// first; when the first crashes the child, the second is not run again, and says why.
+TEST_F(ConcurrencyTest, ACallQueuedBehindACrashSaysSoAndIsNotRunAgain) {
+  exthost::Host host(options());
+  ASSERT_TRUE(host.load(plugin("writer", {})));
+  std::promise<exthost::Result<std::string>> crashing, queued;
+  host.call_named_tool("writer:write_then_crash", R"({"text":"first","delay_ms":500})", {},
+                       [&](exthost::Result<std::string> r) { crashing.set_value(std::move(r)); });
+  std::this_thread::sleep_for(100ms);
+  host.call_named_tool("writer:write_then_crash", R"({"text":"second"})", {},
+                       [&](exthost::Result<std::string> r) { queued.set_value(std::move(r)); });
+  auto first = crashing.get_future(), second = queued.get_future();
+  ASSERT_EQ(first.wait_for(30s), std::future_status::ready);
+  ASSERT_EQ(second.wait_for(30s), std::future_status::ready);
+  auto a = first.get(), b = second.get();
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.error().message.find("not retried: tool 'write_then_crash' is not declared idempotent"),
+            std::string::npos)
+      << a.error().message;
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().message.find("not run again: it was queued behind other requests on the child that ended"),
+            std::string::npos)
+      << b.error().message;
+  EXPECT_NE(b.error().message.find("exited with status 3"), std::string::npos) << b.error().message;
+  EXPECT_EQ(lines_of(state("writer") / "side-effects"), 1u) << "only the first call ran";
+}
+
 TEST_F(ConcurrencyTest, AnIdempotentToolIsRetriedOnTheRestartedChild) {
   exthost::Host host(options());
   ASSERT_TRUE(host.load(plugin("reader", {})));

@@ -310,4 +310,17 @@ TEST_F(ServeCancel, NoExtensionIsNamedForAnUnknownToolOrExtension) {
   expect_shutdown(client);
 }
 
+// A load that fails after the manifest named the extension names it, whatever failed: here
+// its handshake ran past the deadline.
+TEST_F(ServeCancel, ALoadThatTimesOutNamesTheExtension) {
+  ServeClient client(root.path() / "home", "0.5");
+  const auto dir = write_fake_plugin(root.path(), "mute", {"hang-init"}, R"({"permissions":["tools.register"]})");
+  const auto r = client.call("host.load", json::object{{"path", dir.string()}});
+  ASSERT_TRUE(r.contains("error")) << json::serialize(r);
+  EXPECT_NE(json::serialize(r.at("error").at("message")).find("timed out"), std::string::npos) << json::serialize(r);
+  EXPECT_EQ(r.at("error").at("data").at("extension"), "mute") << json::serialize(r);
+  EXPECT_EQ(r.at("error").at("data").at("method"), "host.load");
+  expect_shutdown(client);
+}
+
 }  // namespace

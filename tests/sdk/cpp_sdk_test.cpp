@@ -114,9 +114,12 @@ class CppSdk : public ::testing::Test {
   void SetUp() override {
     auto& ext = *h.ext;
     ext.concurrency(concurrency());
-    ext.tool("echo", "Echo text back", json::object{{"type", "object"}}, [](exthost_sdk::Call& call) -> json::value {
-      return json::object{{"content", "echo: " + std::string(call.input().at("text").as_string())}};
-    });
+    ext.tool(
+        "echo", "Echo text back", json::object{{"type", "object"}},
+        [](exthost_sdk::Call& call) -> json::value {
+          return json::object{{"content", "echo: " + std::string(call.input().at("text").as_string())}};
+        },
+        {.idempotent = true});
     ext.tool("remember", "Store a note", json::object{}, [&ext](exthost_sdk::Call& call) -> json::value {
       return ext.memory_append(std::string(call.input().at("note").as_string()), {"@note"});
     });
@@ -216,6 +219,9 @@ TEST_F(CppSdk, InitializeDeclaresToolsHooksCancellationAndConcurrency) {
   const auto& caps = init.at("result").at("capabilities").as_object();
   EXPECT_EQ(init.at("result").at("protocol_version"), 1);
   EXPECT_EQ(caps.at("tools").as_array().size(), 11u);
+  // Only the tool registered as idempotent says so.
+  EXPECT_EQ(caps.at("tools").as_array()[0].at("idempotent"), true);
+  EXPECT_FALSE(caps.at("tools").as_array()[1].as_object().contains("idempotent"));
   EXPECT_EQ(caps.at("cancellation"), true);
   EXPECT_EQ(caps.at("concurrency"), 8);
   EXPECT_EQ(exthost_sdk::k_default_concurrency, 8u);

@@ -123,8 +123,12 @@ void print_info(const ExtensionInfo& info) {
   std::printf("initialize: %.1f ms (spawn to answer)\n", info.init_ms);
   std::printf("limits:     %s\n", describe_limits(info.limits).c_str());
   std::printf("contained:  %s\n", info.contained_by_cgroup ? "its own control group (daemons included)" : "its process group");
+  std::printf("calls:      %zu at once%s\n", info.concurrency,
+              info.cancellation ? ", hears $/cancelRequest" : "");
   std::printf("tools:      %zu\n", info.tools.size());
-  for (const auto& t : info.tools) std::printf("  %-20s %s\n", t.name.c_str(), t.description.c_str());
+  for (const auto& t : info.tools) {
+    std::printf("  %-20s %s%s\n", t.name.c_str(), t.description.c_str(), t.idempotent ? " (idempotent)" : "");
+  }
   if (!info.hooks.empty()) {
     std::printf("hooks:      %zu\n", info.hooks.size());
     for (const auto& h : info.hooks) {

@@ -47,4 +47,20 @@ TEST(ErrorFrame, WithoutSmallerDataTheDataIsLeftOut) {
   EXPECT_FALSE(body.at("error").as_object().contains("data"));
 }
 
+TEST(ErrorFrame, AMessageOverItsCapIsCutAtACharacterAndMarked) {
+  using exthost::server::k_max_error_message;
+  // A two-byte character across the cap: the cut keeps it whole or leaves it out.
+  const std::string message = std::string(k_max_error_message - 1, 'a') + "\xc3\xa9" + std::string(10, 'b');
+  const auto body = body_of(error_frame("5", -32002, message));
+  const std::string shown(body.at("error").at("message").as_string());
+  const std::string kept(k_max_error_message - 1, 'a');
+  EXPECT_EQ(shown, kept + " [cut: 12 more bytes of " + std::to_string(message.size()) + "]");
+}
+
+TEST(ErrorFrame, AMessageWithinItsCapIsWrittenWhole) {
+  const std::string message(exthost::server::k_max_error_message, 'a');
+  const auto body = body_of(error_frame("6", -32002, message));
+  EXPECT_EQ(body.at("error").at("message").as_string(), message);
+}
+
 }  // namespace
