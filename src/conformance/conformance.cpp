@@ -34,6 +34,16 @@ namespace {
 constexpr std::chrono::milliseconds k_exit_after_shutdown{2000};
 // The stderr kept for the report.
 constexpr std::size_t k_stderr_tail = 4096;
+// Bytes taken from a pipe per read.
+constexpr std::size_t k_read_chunk = 65536;
+// Stray stdout bytes read before the checker stops reading stdout: as many as the host's
+// own reader takes as header lines of one frame before it drops the transport.
+constexpr std::size_t k_max_stray_bytes = wire::k_max_header_block;
+// Stray bytes kept to quote in the report (the rest are only counted).
+constexpr std::size_t k_stray_kept = 64;
+// Bytes read ahead of the frames taken so far: the largest frame with its headers, and one
+// read. Past it stdout is not read until frames are taken (the child waits on its pipe).
+constexpr std::size_t k_max_pending = wire::k_max_frame_body + wire::k_max_header_block + k_read_chunk;
 
 using Clock = std::chrono::steady_clock;
 
@@ -158,7 +168,17 @@ class Session {
     return got;
   }
 
+  // Takes whatever whole frames and stray bytes are still read ahead (while waiting for the
+  // exit, stdout is read but not parsed), so that the report judges all that was read.
+  void settle() {
+    while (!m_broken && take_frame()) {
+    }
+  }
+  // The first stray bytes (up to k_stray_kept), and how many there were in all.
   const std::string& stray() const { return m_stray; }
+  std::size_t stray_bytes() const { return m_stray_bytes; }
+  // Whether the checker stopped reading stdout for its stray bytes.
+  bool stray_over_cap() const { return m_stray_bytes > k_max_stray_bytes; }
   std::size_t largest_frame() const { return m_largest; }
   const std::string& framing_error() const { return m_framing_error; }
   std::string stderr_tail() const { return m_stderr; }
@@ -172,8 +192,10 @@ class Session {
   bool pump(Clock::time_point deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return false;
-    // A stream that ended is left out, so that waiting for the exit does not spin on it.
-    pollfd fds[3] = {{m_eof ? -1 : m_child.stdout_fd, POLLIN, 0},
+    // A stream that ended is left out, so that waiting for the exit does not spin on it;
+    // so is stdout once it broke or while enough is read ahead of the frames taken.
+    const bool read_stdout = !m_eof && !m_broken && m_pending.size() < k_max_pending;
+    pollfd fds[3] = {{read_stdout ? m_child.stdout_fd : -1, POLLIN, 0},
                      {m_stderr_eof ? -1 : m_child.stderr_fd, POLLIN, 0},
                      {m_stop_fd, POLLIN, 0}};
     const int n = ::poll(fds, m_stop_fd >= 0 ? 3 : 2, static_cast<int>(left.count()));
@@ -183,7 +205,7 @@ class Session {
       ::kill(-m_child.pid, SIGKILL);  // the destructor reaps it
       return false;
     }
-    char buf[65536];
+    char buf[k_read_chunk];
     if (fds[1].revents != 0) {
       const ssize_t r = ::read(m_child.stderr_fd, buf, sizeof buf);
       if (r > 0) {
@@ -204,6 +226,19 @@ class Session {
     return !m_eof || !m_pending.empty();
   }
 
+  // Counts stray bytes, keeps the first few, and stops reading stdout past the cap: an
+  // extension that writes endlessly (`yes`) must not grow the checker.
+  void add_stray(std::string_view bytes) {
+    m_stray_bytes += bytes.size();
+    if (m_stray.size() < k_stray_kept) m_stray.append(bytes.substr(0, k_stray_kept - m_stray.size()));
+    if (m_stray_bytes > k_max_stray_bytes && !m_broken) {
+      m_framing_error = "more than " + std::to_string(k_max_stray_bytes) +
+                        " stray bytes on stdout; stopped reading it";
+      m_broken = true;
+      m_pending.clear();
+    }
+  }
+
   // One whole frame out of m_pending, noting bytes before a header.
   std::optional<json::value> take_frame() {
     if (m_pending.empty()) return std::nullopt;
@@ -213,14 +248,15 @@ class Session {
                         : m_pending.find("Content-Length:");
     if (at == std::string::npos) {
       if (m_pending.size() > 64 || m_pending.find('\n') != std::string::npos) {
-        m_stray += m_pending;
+        add_stray(m_pending);
         m_pending.clear();
       }
       return std::nullopt;
     }
     if (at > 0) {
-      m_stray += m_pending.substr(0, at);
+      add_stray(std::string_view(m_pending).substr(0, at));
       m_pending.erase(0, at);
+      if (m_broken) return std::nullopt;
     }
     wire::FrameParser parser("conformance");
     auto step = parser.feed(m_pending);
@@ -247,6 +283,7 @@ class Session {
   int m_stop_fd;
   std::string m_pending, m_stray, m_stderr, m_framing_error;
   std::size_t m_largest = 0;
+  std::size_t m_stray_bytes = 0;
   std::size_t m_notifications = 0;
   int m_status = 0;
   bool m_eof = false, m_stderr_eof = false, m_broken = false, m_reaped = false, m_stopped = false;
@@ -315,6 +352,20 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
   const host::Manifest& m = **manifest;
   std::string exe = host::resolve_command(m);
   if (exe.find('/') == std::string::npos) exe = process::find_in_path(exe);
+  // Whether stdout held only frames, judged on what was read.
+  auto judge_clean = [&](const Session& s) {
+    clean.passed = s.stray().empty() && s.framing_error().empty();
+    if (s.stray_over_cap()) {
+      clean.detail = "more than " + std::to_string(k_max_stray_bytes) +
+                     " stray bytes on stdout (not all read), starting " +
+                     util::debug_quote(util::utf8_lossy(s.stray().substr(0, 40)));
+    } else if (!s.stray().empty()) {
+      clean.detail = std::to_string(s.stray_bytes()) + " stray bytes on stdout, starting " +
+                     util::debug_quote(util::utf8_lossy(s.stray().substr(0, 40)));
+    } else if (!s.framing_error().empty()) {
+      clean.detail = s.framing_error();
+    }
+  };
   auto launched = process::launch(m.id, exe, host::resolve_args(m), m.plugin_dir, process::allowed_environment());
   if (!launched) {
     spawn.detail = launched.error().message;
@@ -336,6 +387,7 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
     framing.detail = s.framing_error().empty() ? "no frame answered initialize within " +
                                                      std::to_string(step.count()) + " ms"
                                                : s.framing_error();
+    judge_clean(s);
     report.stderr_tail = s.stderr_tail();
     return finish();
   }
@@ -494,13 +546,8 @@ ConformanceReport check_conformance(const std::filesystem::path& plugin_dir, std
     exit_status.detail = "it " + s.exit_description() + " before shutdown";
   }
 
-  clean.passed = s.stray().empty() && s.framing_error().empty();
-  if (!s.stray().empty()) {
-    clean.detail = std::to_string(s.stray().size()) + " stray bytes on stdout, starting " +
-                   util::debug_quote(util::utf8_lossy(s.stray().substr(0, 40)));
-  } else if (!s.framing_error().empty()) {
-    clean.detail = s.framing_error();
-  }
+  s.settle();
+  judge_clean(s);
   cap.passed = s.largest_frame() <= wire::k_max_frame_body && s.framing_error().find("frame too large") == std::string::npos;
   cap.detail = "largest frame " + std::to_string(s.largest_frame()) + " bytes";
   report.stderr_tail = s.stderr_tail();

@@ -66,6 +66,10 @@ while True:
             "protocol_version": 1, "capabilities": {"cancellation": True, "concurrency": concurrency}}})
     elif method == "shutdown":
         send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+        if mode == "flood-after-shutdown":
+            chunk = b"y\n" * 32768
+            while True:
+                os.write(1, chunk)
         if mode == "exit-3":
             sys.exit(3)
         if mode == "abort-at-exit":
@@ -177,6 +181,45 @@ TEST_F(Conformance, ExitingWithAFailureOrASignalAfterShutdownFailsExitStatus) {
     const auto report = run(mode);
     EXPECT_EQ(failed(report), std::set<std::string>{"exit-status"}) << mode;
     EXPECT_EQ(by_name(report).at("exit-status").detail, detail);
+  }
+  EXPECT_TRUE(exthost::testing::no_zombies_within());
+}
+
+// The checker reads an extension's stdout: what an extension writes there endlessly must
+// not grow the checker (an endless `yes` once ended in bad_alloc).
+TEST_F(Conformance, AnExtensionThatWritesToStdoutEndlesslyFailsStdoutCleanInBoundedMemory) {
+  const fs::path dir = root / "yes";
+  fs::create_directories(dir / ".synaps-plugin");
+  std::ofstream(dir / ".synaps-plugin/plugin.json")
+      << R"({"extension":{"protocol_version":1,"runtime":"process","command":"yes","permissions":["tools.register"]}})";
+  const bool measured = exthost::testing::k_memory_is_measurable && exthost::testing::reset_peak_rss();
+  const long before = exthost::testing::rss_kib();
+  const auto report = exthost::check_conformance(dir, std::chrono::seconds(3));
+  const long peak = exthost::testing::status_kib(::getpid(), "VmHWM");
+  const auto checks = by_name(report);
+  EXPECT_FALSE(checks.at("stdout-clean").passed);
+  EXPECT_EQ(checks.at("stdout-clean").detail,
+            R"(more than 65536 stray bytes on stdout (not all read), starting "y\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\ny\n")");
+  EXPECT_FALSE(checks.at("framing").passed);
+  EXPECT_EQ(checks.at("framing").detail, "more than 65536 stray bytes on stdout; stopped reading it");
+  if (measured) {
+    EXPECT_LT(peak - before, 64 * 1024) << "KiB kept while reading an endless stdout";
+  }
+  EXPECT_TRUE(exthost::testing::no_zombies_within());
+}
+
+TEST_F(Conformance, OutputThatFloodsAfterShutdownIsNotKeptWhileTheExitIsAwaited) {
+  const bool measured = exthost::testing::k_memory_is_measurable && exthost::testing::reset_peak_rss();
+  const long before = exthost::testing::rss_kib();
+  const auto report = run("flood-after-shutdown");
+  const long peak = exthost::testing::status_kib(::getpid(), "VmHWM");
+  const auto checks = by_name(report);
+  EXPECT_EQ(checks.at("shutdown").detail, "answered, but still running 2 s later");
+  EXPECT_FALSE(checks.at("stdout-clean").passed);
+  EXPECT_EQ(checks.at("stdout-clean").detail.rfind("more than 65536 stray bytes on stdout", 0), 0u)
+      << checks.at("stdout-clean").detail;
+  if (measured) {
+    EXPECT_LT(peak - before, 64 * 1024) << "KiB kept while waiting for the exit";
   }
   EXPECT_TRUE(exthost::testing::no_zombies_within());
 }

@@ -110,6 +110,14 @@ inline long status_kib(pid_t pid, const std::string& field) {
 // Resident set size of this process in KiB.
 inline long rss_kib() { return status_kib(::getpid(), "VmRSS"); }
 
+// Sets this process's peak resident set size (VmHWM) back to its current size, so that a
+// later VmHWM is the peak of what ran in between; false where the kernel does not allow it.
+inline bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5" << std::flush;
+  return static_cast<bool>(f);
+}
+
 // Bytes process `pid` has read so far, from any descriptor (rchar of /proc/<pid>/io); -1 if
 // unreadable.
 inline long long read_chars(pid_t pid) {
