@@ -11,14 +11,21 @@
 // v1 `pids` hierarchy). Nothing writable: no group, and the process group remains the only
 // containment (docs/protocol.md states what holds then).
 //
-// Names: exthost-<host pid>-<sequence>-<extension id>. The first group made by a host also
-// sweeps groups left by hosts that no longer run (killed with SIGKILL): their processes are
-// killed and the groups removed.
+// Names: exthost-<host pid>-<sequence>-<extension id>. A host holds a lock on each of its
+// groups (flock on the group's directory, taken before anything runs in it, released once
+// the group is removed), so whether a group's host still runs is told by its lock, which a
+// host in another pid namespace holds just the same, and which no reused pid inherits. The
+// first group made by a host also sweeps groups left by hosts that no longer run (killed
+// with SIGKILL): their processes are killed and the groups removed. A stale group in the way
+// of the name a host is about to use is removed the same way, and the next name taken.
+// Containment is never dropped silently: an extension that gets no group is warned about,
+// and its Child reports contained_by_cgroup false.
 //
 // Threading: create and destroy on any one thread; the join paths are read by the launcher.
-// Only create() touches the tree on the calling thread (a mkdir, and pids.max under a
-// processes limit: the child is created inside the group). Killing, removing and sweeping
-// are chores of the janitor (process/janitor.hpp): the caller never waits on them.
+// Only create() touches the tree on the calling thread (a mkdir and a lock that never
+// waits, and pids.max under a processes limit: the child is created inside the group).
+// Killing, removing and sweeping are chores of the janitor (process/janitor.hpp): the
+// caller never waits on them.
 #pragma once
 
 #include <chrono>
@@ -42,6 +49,12 @@ const CgroupSupport& cgroup_support();
 // Probes the trees and sweeps the unified one now, so that the host's first spawn does not
 // (Host does this when it starts).
 void prepare_cgroups();
+// Kills what is left in the groups under `base` whose host no longer runs, and removes them
+// (the removal of a busy one goes on on the janitor). A group's host runs while the group's
+// lock is held; a group without a held lock whose named pid runs in this pid namespace is
+// left alone too, since hosts before the locks took none. Blocks on the cgroup tree: the
+// janitor runs it (tests call it directly).
+void sweep_stale_groups(const std::filesystem::path& base);
 
 class ExtensionCgroup {
  public:
@@ -71,6 +84,9 @@ class ExtensionCgroup {
   // swept by the next host.
   static constexpr int k_remove_attempts = 40;
   static constexpr std::chrono::milliseconds k_remove_retry_max{250};
+  // Names tried for one group when each is in use (another host's group, or a stale one in
+  // the way, which is removed meanwhile); the extension then runs without a group, warned.
+  static constexpr int k_name_attempts = 8;
 
  private:
   ExtensionCgroup() = default;
@@ -78,6 +94,7 @@ class ExtensionCgroup {
   std::optional<std::filesystem::path> m_unified_dir;
   std::optional<std::filesystem::path> m_pids_dir;
   std::vector<std::string> m_join_files;
+  std::vector<int> m_locks;  // the groups' locked directories, handed to the janitor at the end
 };
 
 }  // namespace exthost::process

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include <dirent.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -23,6 +25,35 @@ inline int open_fd_count() {
     ::closedir(d);
   }
   return n - 1;  // the directory stream's own descriptor
+}
+
+// Descriptors of this process open on a control-group file system: a host holds one on
+// each of its extensions' groups (its lock) until the janitor has removed the group.
+inline int cgroup_fd_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      struct statfs fs {};
+      if (::fstatfs(std::atoi(e->d_name), &fs) == 0 &&
+          (fs.f_type == CGROUP2_SUPER_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC)) {
+        ++n;
+      }
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+// open_fd_count() once no group lock is held any more (waiting up to `bound` for the janitor
+// to remove the groups of extensions already stopped); -1 if locks are still held then.
+inline int open_fd_count_without_group_locks(std::chrono::milliseconds bound = std::chrono::milliseconds(10000)) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  while (cgroup_fd_count() != 0) {
+    if (std::chrono::steady_clock::now() > until) return -1;
+    ::usleep(10'000);
+  }
+  return open_fd_count();
 }
 
 // State letter of a process ('R', 'S', 'Z', …) and its parent; 0 if there is none.
