@@ -492,9 +492,34 @@ class Extension {
     if (meta) p["meta"] = *meta;
     return request("memory.append", std::move(p));
   }
+  // Every record the query matches (up to "limit", default 50), newest first: the host's
+  // pages one after another.
   json::array memory_query(json::object filters = {}) {
+    json::array records;
+    std::optional<std::string> cursor;
+    for (;;) {
+      json::object page = memory_query_page(filters, cursor);
+      for (auto& r : page.at("records").as_array()) records.push_back(std::move(r));
+      const json::value& next = page.at("next_cursor");
+      if (!next.is_string()) return records;
+      if (cursor && *cursor == next.get_string()) {
+        throw HostError(k_server_error, "the host answered memory.query with the same cursor again");
+      }
+      cursor = std::string(next.get_string());
+    }
+  }
+  // One page of a query: {"records": [...], "next_cursor": <string or null>}. Pass a
+  // next_cursor back, with the same filters, for the page after it.
+  json::object memory_query_page(json::object filters = {}, std::optional<std::string> cursor = {}) {
     filters["namespace"] = m_plugin_id;
-    return request("memory.query", std::move(filters)).at("records").as_array();
+    if (cursor) filters["cursor"] = *cursor;
+    json::value page = request("memory.query", std::move(filters));
+    json::object* o = page.if_object();
+    if (o == nullptr || !o->contains("records") || !o->at("records").is_array()) {
+      throw HostError(k_server_error, "the host answered memory.query without records");
+    }
+    if (!o->contains("next_cursor")) (*o)["next_cursor"] = nullptr;
+    return std::move(*o);
   }
   std::optional<std::string> config_get(const std::string& key) {
     auto v = request("config.get", json::object{{"key", key}});

@@ -325,7 +325,31 @@ class Extension:
         return self.request("memory.append", params)
 
     def memory_query(self, **filters):
-        return self.request("memory.query", dict(filters, namespace=self.plugin_id))["records"]
+        """Every record the query matches (up to `limit`, default 50), newest first: the
+        host's pages one after another."""
+        records = []
+        cursor = None
+        while True:
+            page = self.memory_query_page(cursor=cursor, **filters)
+            records.extend(page["records"])
+            next_cursor = page.get("next_cursor")
+            if next_cursor is None:
+                return records
+            if next_cursor == cursor:
+                raise HostError(SERVER_ERROR, "the host answered memory.query with the same cursor again")
+            cursor = next_cursor
+
+    def memory_query_page(self, cursor=None, **filters):
+        """One page of a query: {"records": [...], "next_cursor": <str or None>}. Pass a
+        next_cursor back, with the same filters, for the page after it."""
+        params = dict(filters, namespace=self.plugin_id)
+        if cursor is not None:
+            params["cursor"] = cursor
+        page = self.request("memory.query", params)
+        if not isinstance(page, dict) or not isinstance(page.get("records"), list):
+            raise HostError(SERVER_ERROR, "the host answered memory.query without records")
+        page.setdefault("next_cursor", None)
+        return page
 
     def config_get(self, key):
         return self.request("config.get", {"key": key})["value"]

@@ -211,6 +211,10 @@ def make_extension(stdin, stdout, **options):
     def infinite(call):
         return {"value": float("inf")}
 
+    @ext.tool("recall", "Every note tagged @note")
+    def recall(call):
+        return {"contents": [r["content"] for r in ext.memory_query(tag_prefix="@note", limit=5)]}
+
     @ext.command("report")
     def report(call, args):
         ext.task_start("t1", "Counting", "work")
@@ -250,7 +254,7 @@ class BasicsTest(SdkTest):
         self.assertEqual(reply["result"]["protocol_version"], 1)
         self.assertEqual([t["name"] for t in caps["tools"]],
                          ["echo", "remember", "wait_cancel", "boom", "wait_hook", "gate", "progress", "huge",
-                          "surrogate", "bytes", "infinite"])
+                          "surrogate", "bytes", "infinite", "recall"])
         # Only the tool registered as idempotent says so.
         self.assertIs(caps["tools"][0]["idempotent"], True)
         self.assertNotIn("idempotent", caps["tools"][1])
@@ -325,6 +329,21 @@ class BasicsTest(SdkTest):
                      "error": {"code": -32602, "message": "permission denied: memory.write required"}})
         reply = self.h.read()
         self.assertIn("permission denied: memory.write required", reply["error"]["message"])
+
+    def test_a_memory_query_follows_the_hosts_pages(self):
+        self.initialize()
+        self.h.request(13, "tool.call", {"name": "recall", "input": {}})
+        first = self.h.read()
+        self.assertEqual(first["method"], "memory.query")
+        self.assertEqual(first["params"], {"namespace": "notes", "tag_prefix": "@note", "limit": 5})
+        self.h.send({"jsonrpc": "2.0", "id": first["id"],
+                     "result": {"records": [{"content": "a"}, {"content": "b"}], "next_cursor": "m1.9.2.3"}})
+        second = self.h.read()
+        self.assertEqual(second["params"], {"namespace": "notes", "tag_prefix": "@note", "limit": 5,
+                                            "cursor": "m1.9.2.3"})
+        self.h.send({"jsonrpc": "2.0", "id": second["id"],
+                     "result": {"records": [{"content": "c"}], "next_cursor": None}})
+        self.assertEqual(self.h.read(), {"jsonrpc": "2.0", "id": 13, "result": {"contents": ["a", "b", "c"]}})
 
     def test_shutdown_is_answered_and_ends_run(self):
         self.initialize()

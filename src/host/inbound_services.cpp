@@ -6,6 +6,7 @@
 #include <boost/json/object.hpp>
 
 #include "store/config_store.hpp"
+#include "store/memory_record_json.hpp"
 #include "util/log.hpp"
 #include "util/text.hpp"
 #include "wire/json.hpp"
@@ -60,22 +61,6 @@ std::optional<InboundReply> bad_key(std::string_view key) {
   return std::nullopt;
 }
 
-boost::json::value record_json(const store::MemoryRecord& r) {
-  boost::json::object o;
-  o["namespace"] = r.ns;
-  o["timestamp_ms"] = r.timestamp_ms;
-  o["content"] = r.content;
-  boost::json::array tags;
-  for (const auto& t : r.tags) tags.emplace_back(t);
-  o["tags"] = std::move(tags);
-  if (r.meta_json) {
-    wire::JsonParser parser;
-    auto meta = parser.parse(*r.meta_json);
-    if (meta) o["meta"] = std::move(meta).value();
-  }
-  return o;
-}
-
 // --- the blocking halves, run on the store workers ---------------------------------------
 
 asio::awaitable<Result<void>> append_on_worker(std::shared_ptr<SharedMemoryStore> memory, store::MemoryRecord record) {
@@ -84,8 +69,8 @@ asio::awaitable<Result<void>> append_on_worker(std::shared_ptr<SharedMemoryStore
   co_return (*s)->append(record);
 }
 
-asio::awaitable<Result<std::vector<store::MemoryRecord>>> query_on_worker(std::shared_ptr<SharedMemoryStore> memory,
-                                                                         store::MemoryQuery query) {
+asio::awaitable<Result<store::MemoryPage>> query_on_worker(std::shared_ptr<SharedMemoryStore> memory,
+                                                          store::MemoryQuery query) {
   auto s = memory->get();
   if (!s) co_return std::move(s).error();
   co_return (*s)->query(query);
@@ -161,6 +146,11 @@ asio::awaitable<InboundReply> InboundServices::memory_append(boost::json::value 
   if (const auto* meta = o.if_contains("meta"); meta != nullptr && !meta->is_null()) {
     record.meta_json = wire::to_json(*meta);
   }
+  if (auto capped = store::validate_meta_and_tags(record); !capped) {
+    const std::string why = "memory.append refused for extension '" + m_id + "': " + capped.error().message;
+    util::log().warn("{}", why);
+    co_return InboundReply::error(k_invalid_params, why);
+  }
   record.timestamp_ms = store::now_ms();
   const std::uint64_t timestamp = record.timestamp_ms;
   auto appended = co_await asio::co_spawn(m_workers, append_on_worker(m_memory, std::move(record)), asio::use_awaitable);
@@ -190,12 +180,23 @@ asio::awaitable<InboundReply> InboundServices::memory_query(boost::json::value p
   query.since_ms = lenient_unsigned(o, "since_ms");
   query.until_ms = lenient_unsigned(o, "until_ms");
   query.limit = lenient_unsigned(o, "limit");
-  auto records = co_await asio::co_spawn(m_workers, query_on_worker(m_memory, std::move(query)), asio::use_awaitable);
-  if (!records) co_return InboundReply::error(k_storage_failure, records.error().message);
+  // The cursor is strict: a page read again or skipped is worse than an error.
+  if (const auto* cursor = o.if_contains("cursor"); cursor != nullptr && !cursor->is_null()) {
+    const auto* text = cursor->if_string();
+    if (text != nullptr) query.after = store::decode_cursor(std::string_view(text->data(), text->size()));
+    if (!query.after) {
+      co_return InboundReply::error(k_invalid_params, "memory.query from extension '" + m_id +
+                                                          "': invalid 'cursor' parameter (pass back a next_cursor "
+                                                          "exactly as it came)");
+    }
+  }
+  auto page = co_await asio::co_spawn(m_workers, query_on_worker(m_memory, std::move(query)), asio::use_awaitable);
+  if (!page) co_return InboundReply::error(k_storage_failure, page.error().message);
   boost::json::array out;
-  for (const auto& r : *records) out.push_back(record_json(r));
+  for (const auto& r : page->records) out.push_back(store::record_json(r));
   boost::json::object result;
   result["records"] = std::move(out);
+  result["next_cursor"] = page->next ? boost::json::value(store::encode_cursor(*page->next)) : boost::json::value(nullptr);
   co_return InboundReply::ok(std::move(result));
 }
 

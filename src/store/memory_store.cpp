@@ -16,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "store/memory_record_json.hpp"
 #include "util/bounded_file.hpp"
 #include "util/text.hpp"
 
@@ -99,6 +100,23 @@ constexpr const char* k_schema =
     "  meta TEXT);"
     "CREATE INDEX IF NOT EXISTS memory_records_by_time ON memory_records(namespace, timestamp_ms);";
 
+// A record as a query may answer it: content, meta and tags within the caps (a record
+// stored before them may hold more). Marks it truncated when anything was cut.
+void cut_to_caps(MemoryRecord& r) {
+  if (r.content.size() > k_max_content_bytes) {
+    r.content = std::string(util::utf8_prefix(r.content, k_max_content_bytes));
+    r.truncated = true;
+  }
+  if (r.meta_json && r.meta_json->size() > k_max_meta_bytes) {
+    r.meta_json.reset();
+    r.truncated = true;
+  }
+  const auto before = r.tags.size();
+  std::erase_if(r.tags, [](const std::string& t) { return t.size() > k_max_tag_bytes; });
+  if (r.tags.size() > k_max_tags) r.tags.resize(k_max_tags);
+  if (r.tags.size() != before) r.truncated = true;
+}
+
 }  // namespace
 
 Result<void> validate_namespace(std::string_view ns) {
@@ -108,6 +126,24 @@ Result<void> validate_namespace(std::string_view ns) {
                      return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
                    });
   if (bad) return Error::usage("invalid namespace: " + util::debug_quote(ns));
+  return {};
+}
+
+Result<void> validate_meta_and_tags(const MemoryRecord& record) {
+  if (record.meta_json && record.meta_json->size() > k_max_meta_bytes) {
+    return Error::usage("meta too large: " + std::to_string(record.meta_json->size()) + " bytes (max " +
+                        std::to_string(k_max_meta_bytes) + ")");
+  }
+  if (record.tags.size() > k_max_tags) {
+    return Error::usage("too many tags: " + std::to_string(record.tags.size()) + " (max " +
+                        std::to_string(k_max_tags) + ")");
+  }
+  for (const auto& t : record.tags) {
+    if (t.size() > k_max_tag_bytes) {
+      return Error::usage("tag too large: " + std::to_string(t.size()) + " bytes (max " +
+                          std::to_string(k_max_tag_bytes) + ")");
+    }
+  }
   return {};
 }
 
@@ -166,6 +202,7 @@ Result<void> MemoryStore::append(const MemoryRecord& record) {
     return Error::usage("content too large: " + std::to_string(record.content.size()) + " bytes (max " +
                         std::to_string(k_max_content_bytes) + ")");
   }
+  if (auto capped = validate_meta_and_tags(record); !capped) return capped;
   Statement insert(m_db,
                    "INSERT INTO memory_records(namespace, timestamp_ms, content, tags, meta) VALUES(?1, ?2, ?3, ?4, ?5)");
   if (!insert.ok()) return io_error(m_db, "append");
@@ -183,39 +220,62 @@ Result<void> MemoryStore::append(const MemoryRecord& record) {
   return {};
 }
 
-Result<std::vector<MemoryRecord>> MemoryStore::query(const MemoryQuery& q) const {
+Result<MemoryPage> MemoryStore::query(const MemoryQuery& q) {
   if (auto valid = validate_namespace(q.ns); !valid) return valid.error();
-  std::vector<MemoryRecord> out;
-  const std::uint64_t limit = q.limit.value_or(k_default_query_limit);
-  if (limit == 0) return out;
+  MemoryPage page;
+  const std::uint64_t limit = q.after ? q.after->remaining : q.limit.value_or(k_default_query_limit);
+  if (limit == 0) return page;
   Statement select(m_db,
-                   "SELECT timestamp_ms, content, tags, meta FROM memory_records WHERE namespace = ?1 "
-                   "AND timestamp_ms >= ?2 AND timestamp_ms <= ?3 ORDER BY timestamp_ms DESC, seq ASC");
+                   "SELECT seq, timestamp_ms, content, tags, meta FROM memory_records WHERE namespace = ?1 "
+                   "AND timestamp_ms >= ?2 AND timestamp_ms <= ?3 "
+                   "AND (?4 = 0 OR timestamp_ms < ?5 OR (timestamp_ms = ?5 AND seq > ?6)) "
+                   "ORDER BY timestamp_ms DESC, seq ASC");
   if (!select.ok()) return io_error(m_db, "query");
   select.bind_text(1, q.ns);
   select.bind_int(2, q.since_ms.value_or(0));
   sqlite3_bind_int64(select.get(), 3,
                      q.until_ms ? static_cast<sqlite3_int64>(*q.until_ms) : std::numeric_limits<sqlite3_int64>::max());
+  select.bind_int(4, q.after ? 1 : 0);
+  select.bind_int(5, q.after ? q.after->timestamp_ms : 0);
+  select.bind_int(6, q.after ? q.after->seq : 0);
   const std::string needle = q.content_contains ? lower_ascii(*q.content_contains) : std::string();
+  std::size_t used = 2;  // the array's brackets
+  MemoryCursor last;
   int rc;
   while ((rc = sqlite3_step(select.get())) == SQLITE_ROW) {
     MemoryRecord r;
     r.ns = q.ns;
-    r.timestamp_ms = static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 0));
-    r.content = column_text(select.get(), 1);
+    const auto seq = static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 0));
+    r.timestamp_ms = static_cast<std::uint64_t>(sqlite3_column_int64(select.get(), 1));
+    r.content = column_text(select.get(), 2);
     if (q.content_contains && lower_ascii(r.content).find(needle) == std::string::npos) continue;
-    r.tags = decode_tags(column_text(select.get(), 2));
+    r.tags = decode_tags(column_text(select.get(), 3));
     if (q.tag_prefix && std::none_of(r.tags.begin(), r.tags.end(), [&](const std::string& t) {
           return t.compare(0, q.tag_prefix->size(), *q.tag_prefix) == 0;
         })) {
       continue;
     }
-    if (sqlite3_column_type(select.get(), 3) != SQLITE_NULL) r.meta_json = column_text(select.get(), 3);
-    out.push_back(std::move(r));
-    if (out.size() >= limit) break;
+    if (sqlite3_column_type(select.get(), 4) != SQLITE_NULL) {
+      // A meta over the cap (stored before it) is not even copied.
+      if (static_cast<std::size_t>(sqlite3_column_bytes(select.get(), 4)) <= k_max_meta_bytes) {
+        r.meta_json = column_text(select.get(), 4);
+      } else {
+        r.truncated = true;
+      }
+    }
+    cut_to_caps(r);
+    const std::size_t bytes = record_json_bytes(r) + (page.records.empty() ? 0 : 1);  // and its comma
+    if (!page.records.empty() && used + bytes > q.page_bytes) {
+      page.next = MemoryCursor{last.timestamp_ms, last.seq, limit - page.records.size()};
+      break;
+    }
+    used += bytes;
+    last = MemoryCursor{r.timestamp_ms, seq, 0};
+    page.records.push_back(std::move(r));
+    if (page.records.size() >= limit) break;
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return io_error(m_db, "query");
-  return out;
+  return page;
 }
 
 Result<std::vector<std::string>> MemoryStore::list_namespaces() const {

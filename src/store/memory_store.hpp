@@ -1,9 +1,14 @@
-// store/memory_store.hpp — memory records in one SQLite database (SPEC §5.13, A7).
+// store/memory_store.hpp — memory records in one SQLite database (SPEC §5.13, A7, A18).
 //
 // Records of every namespace live in one database file: WAL journal, a durable commit per
 // append (synchronous=FULL), writers in several processes serialized by SQLite's lock with
 // a 5 s busy timeout. A process killed mid-append leaves the database consistent: the
 // transaction either committed (and was acknowledged) or never happened.
+//
+// Bounded answers: a record's meta and tags are capped, and a query returns one page of at
+// most MemoryQuery::page_bytes of record JSON, with the position to go on from, so that no
+// answer outgrows a frame whatever the database holds. Records stored before the caps come
+// back cut to them (MemoryRecord::truncated).
 //
 // Thread safety: one MemoryStore may be used from any number of threads (the connection is
 // opened in serialized mode). Every call blocks on disk I/O: never call it on an event loop.
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "exthost/result.hpp"
+#include "store/memory_cursor.hpp"
 
 struct sqlite3;
 
@@ -25,10 +31,19 @@ namespace exthost::store {
 
 // The reference's cap on one record's content: memory is for notes, not documents.
 inline constexpr std::size_t k_max_content_bytes = 16384;
+// A record's meta, as compact JSON text: notes about a note, not a second document.
+inline constexpr std::size_t k_max_meta_bytes = 16384;
+// Tags per record, and bytes per tag.
+inline constexpr std::size_t k_max_tags = 32;
+inline constexpr std::size_t k_max_tag_bytes = 256;
 // The reference's cap on a namespace name (it is an extension id).
 inline constexpr std::size_t k_max_namespace_bytes = 64;
 // Records a query returns when it names no limit (reference default).
 inline constexpr std::uint64_t k_default_query_limit = 50;
+// The record JSON one query answer carries at most: 3 MiB, so that the answer's frame
+// (records, cursor, the request's id and the JSON-RPC envelope) stays under the 4 MiB frame
+// cap. A capped record takes at most about 170 KiB, so a page always holds one.
+inline constexpr std::size_t k_query_page_bytes = 3 * 1024 * 1024;
 // How long a writer waits for another process's write lock before failing (A7).
 inline constexpr int k_busy_timeout_ms = 5000;
 
@@ -38,6 +53,8 @@ struct MemoryRecord {
   std::string content;
   std::vector<std::string> tags;
   std::optional<std::string> meta_json;  // any JSON value, kept as compact text
+  // Set on a record a query cut to the caps: its meta was left out, its tags cut.
+  bool truncated = false;
 };
 
 // Every member optional except the namespace; all given filters must hold (AND).
@@ -48,10 +65,26 @@ struct MemoryQuery {
   std::optional<std::uint64_t> since_ms;        // inclusive
   std::optional<std::uint64_t> until_ms;        // inclusive
   std::optional<std::uint64_t> limit;           // default k_default_query_limit; 0 → none
+  // Where a previous page ended; its remaining count replaces `limit`.
+  std::optional<MemoryCursor> after = std::nullopt;
+  // The most record JSON (record_json_bytes) one page holds; a page holds at least one record.
+  std::size_t page_bytes = k_query_page_bytes;
+};
+
+// One page of a query's answer: its records, and where the next page starts when more may
+// match (none once the limit is reached or nothing is left).
+struct MemoryPage {
+  std::vector<MemoryRecord> records;
+  std::optional<MemoryCursor> next;
 };
 
 // "invalid namespace: \"a/b\"" unless `ns` is 1–64 bytes without '/', '\\', ".." or whitespace.
 Result<void> validate_namespace(std::string_view ns);
+
+// The caps on meta and tags, in the reference's style of words:
+// "meta too large: N bytes (max 16384)", "too many tags: N (max 32)",
+// "tag too large: N bytes (max 256)".
+Result<void> validate_meta_and_tags(const MemoryRecord& record);
 
 // Milliseconds since the epoch, now.
 std::uint64_t now_ms();
@@ -65,12 +98,13 @@ class MemoryStore {
   MemoryStore& operator=(const MemoryStore&) = delete;
 
   // Validates and appends `record`; returns once the commit is durable.
-  // Errors: "invalid namespace: …", "content too large: N bytes (max 16384)",
-  // "memory io error: …".
+  // Errors: "invalid namespace: …", "content too large: N bytes (max 16384)", the caps of
+  // validate_meta_and_tags, "memory io error: …".
   Result<void> append(const MemoryRecord& record);
 
-  // Matching records, newest first; records with equal timestamps keep append order.
-  Result<std::vector<MemoryRecord>> query(const MemoryQuery& query) const;
+  // One page of the matching records, newest first; records with equal timestamps keep
+  // append order.
+  Result<MemoryPage> query(const MemoryQuery& query);
 
   // Every namespace holding a record, sorted.
   Result<std::vector<std::string>> list_namespaces() const;
@@ -80,6 +114,7 @@ class MemoryStore {
 
  private:
   explicit MemoryStore(sqlite3* db) : m_db(db) {}
+
   sqlite3* m_db;  // owned; serialized mode, so shared by every thread
 };
 

@@ -32,9 +32,9 @@ TEST_F(InboundTest, AnExtensionCanAppendAndQueryWithinItsNamespace) {
   ASSERT_TRUE(store);
   auto records = (*store)->query(exthost::store::MemoryQuery{"memory-test-ext", {}, {}, {}, {}, {}});
   ASSERT_TRUE(records);
-  ASSERT_EQ(records->size(), 1u);
-  EXPECT_EQ(records->at(0).content, "hello memory");
-  EXPECT_EQ(records->at(0).tags, std::vector<std::string>{"@test"});
+  ASSERT_EQ(records->records.size(), 1u);
+  EXPECT_EQ(records->records.at(0).content, "hello memory");
+  EXPECT_EQ(records->records.at(0).tags, std::vector<std::string>{"@test"});
   EXPECT_GT(host.stats("memory-test-ext")->inbound_requests, 1u);
 }
 
@@ -67,7 +67,7 @@ TEST_F(InboundTest, AnExtensionMayUseStringRequestIds) {
   auto info = host.load(dir);
   ASSERT_TRUE(info) << info.error().message;
   auto store = exthost::store::MemoryStore::open(root.path() / "home" / "memory" / "memory.db");
-  EXPECT_EQ((*store)->query(exthost::store::MemoryQuery{"memory-test-ext", {}, {}, {}, {}, {}})->size(), 1u);
+  EXPECT_EQ((*store)->query(exthost::store::MemoryQuery{"memory-test-ext", {}, {}, {}, {}, {}})->records.size(), 1u);
 }
 
 TEST_F(InboundTest, AnExtensionCanSetAndReadItsOwnPluginConfigFile) {

@@ -84,8 +84,8 @@ TEST_F(MemoryStoreProcessTest, TwoProcessesAppendingAThousandRecordsEachLoseNone
   auto all = (*store)->query(MemoryQuery{"shared-ns", {}, {}, {}, {}, 10'000});
   ASSERT_TRUE(all);
   std::set<std::string> contents;
-  for (const auto& r : *all) contents.insert(r.content);
-  EXPECT_EQ(all->size(), 2000u);
+  for (const auto& r : all->records) contents.insert(r.content);
+  EXPECT_EQ(all->records.size(), 2000u);
   EXPECT_EQ(contents.size(), 2000u);
   EXPECT_TRUE(contents.count("a-0") && contents.count("a-999") && contents.count("b-0") && contents.count("b-999"));
 }
@@ -105,9 +105,9 @@ TEST_F(MemoryStoreProcessTest, AWriterKilledMidAppendLeavesAConsistentDatabaseWi
   auto all = (*store)->query(MemoryQuery{"killed-ns", {}, {}, {}, {}, 10'000'000});
   ASSERT_TRUE(all);
   std::set<std::string> contents;
-  for (const auto& r : *all) contents.insert(r.content);
+  for (const auto& r : all->records) contents.insert(r.content);
   for (long i : acked) EXPECT_TRUE(contents.count("k-" + std::to_string(i))) << "acknowledged record k-" << i << " lost";
-  EXPECT_GE(all->size(), acked.size());
+  EXPECT_GE(all->records.size(), acked.size());
   // The store still takes appends.
   EXPECT_TRUE((*store)->append(MemoryRecord{"killed-ns", now_ms(), "after", {}, std::nullopt}));
 }

@@ -123,6 +123,13 @@ class CppSdk : public ::testing::Test {
     ext.tool("remember", "Store a note", json::object{}, [&ext](exthost_sdk::Call& call) -> json::value {
       return ext.memory_append(std::string(call.input().at("note").as_string()), {"@note"});
     });
+    ext.tool("recall", "Every note tagged @note", json::object{}, [&ext](exthost_sdk::Call&) -> json::value {
+      json::array contents;
+      for (const auto& r : ext.memory_query(json::object{{"tag_prefix", "@note"}, {"limit", 5}})) {
+        contents.push_back(r.at("content"));
+      }
+      return json::object{{"contents", contents}};
+    });
     ext.tool("wait_cancel", "Reports progress, then waits until cancelled", json::object{},
              [](exthost_sdk::Call& call) -> json::value {
                call.progress();  // tells the test it is running
@@ -218,7 +225,7 @@ TEST_F(CppSdk, InitializeDeclaresToolsHooksCancellationAndConcurrency) {
   EXPECT_EQ(init.at("id"), 1);
   const auto& caps = init.at("result").at("capabilities").as_object();
   EXPECT_EQ(init.at("result").at("protocol_version"), 1);
-  EXPECT_EQ(caps.at("tools").as_array().size(), 11u);
+  EXPECT_EQ(caps.at("tools").as_array().size(), 12u);
   // Only the tool registered as idempotent says so.
   EXPECT_EQ(caps.at("tools").as_array()[0].at("idempotent"), true);
   EXPECT_FALSE(caps.at("tools").as_array()[1].as_object().contains("idempotent"));
@@ -295,6 +302,23 @@ TEST_F(CppSdk, RequestsToTheHostWaitForItsReply) {
                       {"id", req.at("id")},
                       {"error", {{"code", -32602}, {"message", "permission denied: memory.write required"}}}});
   EXPECT_NE(json::serialize(h.read().at("error")).find("permission denied: memory.write required"), std::string::npos);
+}
+
+TEST_F(CppSdk, AMemoryQueryFollowsTheHostsPages) {
+  h.request(13, "tool.call", json::object{{"name", "recall"}, {"input", json::object{}}});
+  auto first = h.read();
+  EXPECT_EQ(first.at("method"), "memory.query");
+  EXPECT_EQ(json::serialize(first.at("params")), R"({"tag_prefix":"@note","limit":5,"namespace":"notes"})");
+  h.send(json::object{{"jsonrpc", "2.0"},
+                      {"id", first.at("id")},
+                      {"result", {{"records", json::array{json::object{{"content", "a"}}, json::object{{"content", "b"}}}}, {"next_cursor", "m1.9.2.3"}}}});
+  auto second = h.read();
+  EXPECT_EQ(json::serialize(second.at("params")),
+            R"({"tag_prefix":"@note","limit":5,"namespace":"notes","cursor":"m1.9.2.3"})");
+  h.send(json::object{{"jsonrpc", "2.0"},
+                      {"id", second.at("id")},
+                      {"result", {{"records", json::array{json::object{{"content", "c"}}}}, {"next_cursor", nullptr}}}});
+  EXPECT_EQ(json::serialize(h.read()), R"({"jsonrpc":"2.0","id":13,"result":{"contents":["a","b","c"]}})");
 }
 
 TEST_F(CppSdk, ShutdownIsAnsweredAndEndsRun) {

@@ -28,9 +28,9 @@ class MemoryStoreTest : public ::testing::Test {
   static MemoryRecord record(std::string ns, std::uint64_t ts, std::string content, std::vector<std::string> tags = {}) {
     return MemoryRecord{std::move(ns), ts, std::move(content), std::move(tags), std::nullopt};
   }
-  static std::vector<std::string> contents(const std::vector<MemoryRecord>& rs) {
+  static std::vector<std::string> contents(const MemoryPage& page) {
     std::vector<std::string> out;
-    for (const auto& r : rs) out.push_back(r.content);
+    for (const auto& r : page.records) out.push_back(r.content);
     return out;
   }
   fs::path m_dir;
@@ -43,12 +43,12 @@ TEST_F(MemoryStoreTest, AppendThenQueryReturnsTheRecord) {
   ASSERT_TRUE(s->append(r));
   auto got = s->query(MemoryQuery{"memory-test-ext", {}, {}, {}, {}, {}});
   ASSERT_TRUE(got);
-  ASSERT_EQ(got->size(), 1u);
-  EXPECT_EQ(got->at(0).ns, "memory-test-ext");
-  EXPECT_EQ(got->at(0).timestamp_ms, 1767225600000u);
-  EXPECT_EQ(got->at(0).content, "hello memory");
-  EXPECT_EQ(got->at(0).tags, std::vector<std::string>{"@test"});
-  EXPECT_EQ(got->at(0).meta_json, std::optional<std::string>(R"({"k":1})"));
+  ASSERT_EQ(got->records.size(), 1u);
+  EXPECT_EQ(got->records.at(0).ns, "memory-test-ext");
+  EXPECT_EQ(got->records.at(0).timestamp_ms, 1767225600000u);
+  EXPECT_EQ(got->records.at(0).content, "hello memory");
+  EXPECT_EQ(got->records.at(0).tags, std::vector<std::string>{"@test"});
+  EXPECT_EQ(got->records.at(0).meta_json, std::optional<std::string>(R"({"k":1})"));
 }
 
 TEST_F(MemoryStoreTest, QueryFiltersByContentContainsIgnoringCase) {
@@ -91,11 +91,11 @@ TEST_F(MemoryStoreTest, QueryReturnsMostRecentFirstAndKeepsAppendOrderForEqualTi
 TEST_F(MemoryStoreTest, QueryRespectsLimitDefaultsToFiftyAndZeroMeansNone) {
   auto s = open();
   for (std::uint64_t i = 0; i < 60; ++i) ASSERT_TRUE(s->append(record("ns", i, std::to_string(i))));
-  EXPECT_EQ(s->query(MemoryQuery{"ns", {}, {}, {}, {}, {}})->size(), k_default_query_limit);
+  EXPECT_EQ(s->query(MemoryQuery{"ns", {}, {}, {}, {}, {}})->records.size(), k_default_query_limit);
   auto three = s->query(MemoryQuery{"ns", {}, {}, {}, {}, 3});
   EXPECT_EQ(contents(*three), (std::vector<std::string>{"59", "58", "57"}));
-  EXPECT_TRUE(s->query(MemoryQuery{"ns", {}, {}, {}, {}, 0})->empty());
-  EXPECT_EQ(s->query(MemoryQuery{"ns", {}, {}, {}, {}, 1000})->size(), 60u);
+  EXPECT_TRUE(s->query(MemoryQuery{"ns", {}, {}, {}, {}, 0})->records.empty());
+  EXPECT_EQ(s->query(MemoryQuery{"ns", {}, {}, {}, {}, 1000})->records.size(), 60u);
 }
 
 TEST_F(MemoryStoreTest, NamespacesAreIsolated) {
@@ -112,7 +112,7 @@ TEST_F(MemoryStoreTest, AppendRejectsContentOverTheCapAndKeepsContentAtIt) {
   EXPECT_EQ(too_big.error().message, "content too large: 20000 bytes (max 16384)");
   EXPECT_TRUE(s->append(record("ns", 1, std::string(k_max_content_bytes, 'x'))));
   EXPECT_FALSE(s->append(record("ns", 1, std::string(k_max_content_bytes + 1, 'x'))));
-  EXPECT_EQ(s->query(MemoryQuery{"ns", {}, {}, {}, {}, {}})->size(), 1u);
+  EXPECT_EQ(s->query(MemoryQuery{"ns", {}, {}, {}, {}, {}})->records.size(), 1u);
 }
 
 TEST_F(MemoryStoreTest, AppendRejectsInvalidNamespaces) {
@@ -140,7 +140,7 @@ TEST_F(MemoryStoreTest, QueryOnAnEmptyNamespaceReturnsNothing) {
   auto s = open();
   auto got = s->query(MemoryQuery{"nobody", {}, {}, {}, {}, {}});
   ASSERT_TRUE(got);
-  EXPECT_TRUE(got->empty());
+  EXPECT_TRUE(got->records.empty());
 }
 
 TEST_F(MemoryStoreTest, DatabaseIs0600AndItsFolder0700UnderAPermissiveUmask) {
