@@ -18,6 +18,7 @@
 
 #include "store/memory_record_json.hpp"
 #include "util/bounded_file.hpp"
+#include "util/log.hpp"
 #include "util/text.hpp"
 
 namespace exthost::store {
@@ -100,6 +101,54 @@ constexpr const char* k_schema =
     "  meta TEXT);"
     "CREATE INDEX IF NOT EXISTS memory_records_by_time ON memory_records(namespace, timestamp_ms);";
 
+// Whether an open or a first statement failed because the database cannot be written.
+bool is_unwritable(int err) { return err == EROFS || err == EACCES || err == EPERM; }
+bool is_unwritable_sqlite(int rc) {
+  const int primary = rc & 0xff;
+  return primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN || primary == SQLITE_PERM ||
+         primary == SQLITE_AUTH;
+}
+
+// `path` as an SQLite URI ("file:" and the path with every byte but the unreserved ones and
+// '/' percent-encoded), then `query`.
+std::string sqlite_uri(const std::filesystem::path& path, std::string_view query) {
+  static constexpr char k_hex[] = "0123456789ABCDEF";
+  std::string uri = "file:";
+  for (const unsigned char c : path.string()) {
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                            c == '/' || c == '-' || c == '_' || c == '.' || c == '~';
+    if (unreserved) {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += k_hex[c >> 4];
+      uri += k_hex[c & 0xf];
+    }
+  }
+  uri += '?';
+  uri += query;
+  return uri;
+}
+
+// Whether the schema of `db` can be read: SQLite opens lazily, so a read-only WAL database
+// whose shared-memory file cannot be made fails only at its first statement.
+bool schema_readable(sqlite3* db) {
+  Statement probe(db, "SELECT count(*) FROM sqlite_master");
+  return probe.ok() && sqlite3_step(probe.get()) == SQLITE_ROW;
+}
+
+// `uri` opened read-only and readable, or nullptr.
+sqlite3* open_read_only_uri(const std::string& uri) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+          SQLITE_OK ||
+      (sqlite3_busy_timeout(db, k_busy_timeout_ms), !schema_readable(db))) {
+    sqlite3_close(db);
+    return nullptr;
+  }
+  return db;
+}
+
 // A record as a query may answer it: content, meta and tags within the caps (a record
 // stored before them may hold more). Marks it truncated when anything was cut.
 void cut_to_caps(MemoryRecord& r) {
@@ -115,6 +164,21 @@ void cut_to_caps(MemoryRecord& r) {
   std::erase_if(r.tags, [](const std::string& t) { return t.size() > k_max_tag_bytes; });
   if (r.tags.size() > k_max_tags) r.tags.resize(k_max_tags);
   if (r.tags.size() != before) r.truncated = true;
+}
+
+// Checks that `fd` is a regular file; closes it either way.
+Result<void> regular_file(int fd, const std::filesystem::path& path) {
+  struct stat st {};
+  const int stat_err = ::fstat(fd, &st) == 0 ? 0 : errno;
+  ::close(fd);
+  if (stat_err != 0) {
+    return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(stat_err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Error::internal("memory io error: " + path.string() + " is not a regular file (" +
+                           util::file_kind(st.st_mode) + ")");
+  }
+  return {};
 }
 
 }  // namespace
@@ -154,44 +218,92 @@ std::uint64_t now_ms() {
 }
 
 Result<std::unique_ptr<MemoryStore>> MemoryStore::open(const std::filesystem::path& path) {
+  // Why the database cannot be written, once that is known.
+  std::optional<std::string> unwritable;
   std::error_code ec;
   const auto dir = path.parent_path();
   if (!dir.empty()) {
     std::filesystem::create_directories(dir, ec);
-    if (ec) return Error::internal("memory io error: cannot create " + dir.string() + ": " + ec.message());
-    ::chmod(dir.c_str(), 0700);
-  }
-  // The file is created 0600 whatever the umask (records may hold anything an extension saw;
-  // SQLite gives its -wal and -shm files the same mode), and a symlink in its place is refused.
-  // O_NONBLOCK and the type check: SQLite would otherwise block reading a FIFO put there.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
-  if (fd < 0) return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(errno));
-  struct stat st {};
-  const int stat_err = ::fstat(fd, &st) == 0 ? 0 : errno;
-  ::close(fd);
-  if (stat_err != 0) {
-    return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(stat_err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return Error::internal("memory io error: " + path.string() + " is not a regular file (" +
-                           util::file_kind(st.st_mode) + ")");
+    if (ec && !is_unwritable(ec.value())) {
+      return Error::internal("memory io error: cannot create " + dir.string() + ": " + ec.message());
+    }
+    if (ec) {
+      unwritable = util::os_error_text(ec.value());
+    } else if (struct stat st {}; ::stat(dir.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+      // Records may hold anything an extension saw: the folder is the owner's alone. The
+      // owner's own bits are kept, so that a folder made read-only stays read-only.
+      ::chmod(dir.c_str(), st.st_mode & 0700);
+    }
   }
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    Error e = io_error(db, "cannot open " + path.string());
-    sqlite3_close(db);
-    return e;
+  if (!unwritable) {
+    // The file is created 0600 whatever the umask (SQLite gives its -wal and -shm files the
+    // same mode), and a symlink in its place is refused. O_NONBLOCK and the type check:
+    // SQLite would otherwise block reading a FIFO put there.
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
+    const int err = fd < 0 ? errno : 0;
+    if (fd < 0 && !is_unwritable(err)) {
+      return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(err));
+    }
+    if (fd < 0) {
+      unwritable = util::os_error_text(err);
+    } else if (auto regular = regular_file(fd, path); !regular) {
+      return std::move(regular).error();
+    }
   }
-  ::chmod(path.c_str(), 0600);  // repair a broader mode left by someone else
-  sqlite3_busy_timeout(db, k_busy_timeout_ms);
-  if (exec_retrying(db, k_schema) != SQLITE_OK) {
-    Error e = io_error(db, "cannot prepare " + path.string());
-    sqlite3_close(db);
-    return e;
+  if (!unwritable) {
+    const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                   nullptr);
+    if (rc != SQLITE_OK) {
+      Error e = io_error(db, "cannot open " + path.string());
+      sqlite3_close(db);
+      return e;
+    }
+    ::chmod(path.c_str(), 0600);  // repair a broader mode left by someone else
+    sqlite3_busy_timeout(db, k_busy_timeout_ms);
+    const int schema = exec_retrying(db, k_schema);
+    if (schema != SQLITE_OK && is_unwritable_sqlite(sqlite3_extended_errcode(db))) {
+      // The file can be written, but not the folder that must hold its journal.
+      unwritable = std::string(sqlite3_errmsg(db));
+      sqlite3_close(db);
+      db = nullptr;
+    } else if (schema != SQLITE_OK) {
+      Error e = io_error(db, "cannot prepare " + path.string());
+      sqlite3_close(db);
+      return e;
+    } else {
+      return std::unique_ptr<MemoryStore>(new MemoryStore(db, path, std::nullopt, false));
+    }
   }
-  return std::unique_ptr<MemoryStore>(new MemoryStore(db));
+
+  // Read-only from here: the records there are answered, nothing is written.
+  util::log().warn("memory: {} cannot be written: {}; memory is read-only for this host", path.string(), *unwritable);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  const int err = fd < 0 ? errno : 0;
+  if (fd < 0 && err != ENOENT) {
+    return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(err));
+  }
+  if (fd < 0) {
+    // No database: an empty one in memory.
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+            SQLITE_OK ||
+        sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+      Error e = io_error(db, "cannot prepare a database in memory");
+      sqlite3_close(db);
+      return e;
+    }
+    return std::unique_ptr<MemoryStore>(new MemoryStore(db, path, unwritable, true));
+  }
+  if (auto regular = regular_file(fd, path); !regular) return std::move(regular).error();
+  // Read-only while others may write it; failing that (a WAL database whose shared-memory
+  // file cannot be made here), as a file nobody changes.
+  db = open_read_only_uri(sqlite_uri(path, "mode=ro"));
+  if (db == nullptr) db = open_read_only_uri(sqlite_uri(path, "immutable=1"));
+  if (db == nullptr) {
+    return Error::internal("memory io error: cannot open " + path.string() + " even read-only (it cannot be written: " +
+                           *unwritable + ")");
+  }
+  return std::unique_ptr<MemoryStore>(new MemoryStore(db, path, unwritable, false));
 }
 
 MemoryStore::~MemoryStore() { sqlite3_close(m_db); }
@@ -203,6 +315,10 @@ Result<void> MemoryStore::append(const MemoryRecord& record) {
                         std::to_string(k_max_content_bytes) + ")");
   }
   if (auto capped = validate_meta_and_tags(record); !capped) return capped;
+  if (m_read_only) {
+    return Error::internal("memory io error: records cannot be written: " + m_path.string() + " is read-only: " +
+                           *m_read_only);
+  }
   Statement insert(m_db,
                    "INSERT INTO memory_records(namespace, timestamp_ms, content, tags, meta) VALUES(?1, ?2, ?3, ?4, ?5)");
   if (!insert.ok()) return io_error(m_db, "append");

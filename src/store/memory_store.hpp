@@ -10,6 +10,10 @@
 // answer outgrows a frame whatever the database holds. Records stored before the caps come
 // back cut to them (MemoryRecord::truncated).
 //
+// A database that cannot be written (a read-only home) is opened read-only: queries are
+// answered, appends fail with an error saying so. Where there is no database at all and
+// none can be made, an empty one in memory stands in.
+//
 // Thread safety: one MemoryStore may be used from any number of threads (the connection is
 // opened in serialized mode). Every call blocks on disk I/O: never call it on an event loop.
 #pragma once
@@ -91,7 +95,10 @@ std::uint64_t now_ms();
 
 class MemoryStore {
  public:
-  // Opens (creating) the database at `path`: its folder gets mode 0700, the file 0600.
+  // Opens (creating) the database at `path`: its folder gets no more than mode 0700, the
+  // file 0600. Where the database cannot be opened for writing (a read-only file system, a
+  // file or folder without write permission), it is opened read-only instead, or, when it
+  // does not exist, an empty database in memory stands in; read_only() then says why.
   static Result<std::unique_ptr<MemoryStore>> open(const std::filesystem::path& path);
   ~MemoryStore();
   MemoryStore(const MemoryStore&) = delete;
@@ -99,7 +106,8 @@ class MemoryStore {
 
   // Validates and appends `record`; returns once the commit is durable.
   // Errors: "invalid namespace: …", "content too large: N bytes (max 16384)", the caps of
-  // validate_meta_and_tags, "memory io error: …".
+  // validate_meta_and_tags, "memory io error: …", and for a read-only store
+  // "memory io error: records cannot be written: <path> is read-only: <why>".
   Result<void> append(const MemoryRecord& record);
 
   // One page of the matching records, newest first; records with equal timestamps keep
@@ -112,10 +120,18 @@ class MemoryStore {
   // "ok" when SQLite's integrity check passes, else its report.
   Result<std::string> integrity_check() const;
 
+  // Why the database is open read-only ("Read-only file system (os error 30)", …); none
+  // when it is writable.
+  const std::optional<std::string>& read_only() const { return m_read_only; }
+
  private:
-  explicit MemoryStore(sqlite3* db) : m_db(db) {}
+  MemoryStore(sqlite3* db, std::filesystem::path path, std::optional<std::string> read_only, bool in_memory)
+      : m_db(db), m_path(std::move(path)), m_read_only(std::move(read_only)), m_in_memory(in_memory) {}
 
   sqlite3* m_db;  // owned; serialized mode, so shared by every thread
+  std::filesystem::path m_path;
+  std::optional<std::string> m_read_only;
+  bool m_in_memory;  // the stand-in for a database that does not exist and cannot be made
 };
 
 }  // namespace exthost::store

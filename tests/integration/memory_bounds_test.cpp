@@ -1,9 +1,18 @@
 // The memory store's bounds seen by a real extension: appends over the caps refused by name,
-// query answers in pages that never outgrow a frame whatever the records hold.
+// query answers in pages that never outgrow a frame whatever the records hold, and a home
+// whose database cannot be written.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sqlite3.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/capability.h>
 
 #include <boost/json.hpp>
+#include <csignal>
 #include <fstream>
 #include <set>
 
@@ -120,6 +129,80 @@ TEST_F(MemoryBoundsTest, AnInvalidCursorIsRefusedNamingTheExtension) {
   EXPECT_EQ(r.at("error"),
             "memory.query from extension 'mem-client': invalid 'cursor' parameter (pass back a next_cursor exactly as "
             "it came)");
+}
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+// The command as a process without the capabilities that let root write any file, so that
+// file modes hold for it as for any user. exit_code 77: those could not be given up.
+CliRun run_cli_without_file_override(const std::vector<std::string>& args) {
+  std::vector<std::string> all{EXTHOST_CLI};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return {};
+  const bool root = ::geteuid() == 0;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    if (root && (::prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0 ||
+                 ::prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0) != 0)) {
+      ::_exit(77);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  CliRun r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  char buf[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{out[0], POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    r.out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST_F(MemoryBoundsTest, AHomeWhoseDatabaseCannotBeWrittenStillAnswersQueriesAndSaysWhyAppendsFail) {
+  {
+    auto store = exthost::store::MemoryStore::open(db());
+    ASSERT_TRUE(store);
+    ASSERT_TRUE((*store)->append(exthost::store::MemoryRecord{k_id, 1, "kept.", {}, std::nullopt}));
+  }
+  const auto dir = plugin();
+  ::chmod(db().c_str(), 0400);
+  ::chmod(db().parent_path().c_str(), 0500);
+  const auto pages = run_cli_without_file_override({"call", dir.string(), "pages", "{}", "--home", home().string(), "--json"});
+  const auto append =
+      run_cli_without_file_override({"call", dir.string(), "append", R"({"count":1})", "--home", home().string(), "--json"});
+  ::chmod(db().parent_path().c_str(), 0700);
+  if (pages.exit_code == 77) GTEST_SKIP() << "this process cannot give up its capabilities";
+  ASSERT_EQ(pages.exit_code, 0) << pages.out;
+  const auto queried = json::parse(pages.out).at("result");
+  EXPECT_EQ(queried.at("error"), "");
+  EXPECT_EQ(queried.at("heads"), json::value(json::array{"kept"}));
+  ASSERT_EQ(append.exit_code, 0) << append.out;
+  const auto appended = json::parse(append.out).at("result");
+  EXPECT_EQ(appended.at("ok").to_number<int>(), 0);
+  EXPECT_EQ(appended.at("errors"),
+            json::value(json::array{"memory io error: records cannot be written: " + db().string() +
+                        " is read-only: Permission denied (os error 13)"}));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The memory store's bounds: capped meta and tags, paged answers, records stored before the
-// caps, cursors.
+// caps, cursors, and a database that cannot be written.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "../../support/file_modes.hpp"
 #include "store/memory_cursor.hpp"
 #include "store/memory_record_json.hpp"
 #include "store/memory_store.hpp"
@@ -26,7 +27,12 @@ class MemoryBoundsTest : public ::testing::Test {
                                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(m_dir);
   }
-  void TearDown() override { fs::remove_all(m_dir); }
+  void TearDown() override {
+    // A folder made read-only by a test is made writable again first.
+    std::error_code ec;
+    fs::permissions(m_dir / "memory", fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(m_dir, ec);
+  }
   fs::path db() const { return m_dir / "memory" / "memory.db"; }
   std::unique_ptr<MemoryStore> open() {
     auto s = MemoryStore::open(db());
@@ -195,6 +201,72 @@ TEST_F(MemoryBoundsTest, CursorsRoundTripAndAnythingElseIsRefused) {
     EXPECT_FALSE(decode_cursor(bad)) << bad;
   }
   EXPECT_TRUE(decode_cursor("m1.9223372036854775807.0.18446744073709551615"));
+}
+
+using exthost::testing::run_without_file_override;
+
+TEST_F(MemoryBoundsTest, ADatabaseThatCannotBeWrittenAnswersQueriesAndRefusesAppendsSayingWhy) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s->append(record("ns", 1, "kept")));
+  }
+  ::chmod(db().c_str(), 0400);
+  ::chmod(db().parent_path().c_str(), 0500);
+  bool ran = false;
+  const bool dropped = run_without_file_override([&] {
+    ran = true;
+    auto s = MemoryStore::open(db());
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_TRUE((*s)->read_only());
+    auto got = (*s)->query(MemoryQuery{"ns", {}, {}, {}, {}, {}});
+    ASSERT_TRUE(got) << got.error().message;
+    ASSERT_EQ(got->records.size(), 1u);
+    EXPECT_EQ(got->records[0].content, "kept");
+    auto refused = (*s)->append(record("ns", 2, "new"));
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().message,
+              "memory io error: records cannot be written: " + db().string() +
+                  " is read-only: Permission denied (os error 13)");
+  });
+  if (!dropped) GTEST_SKIP() << "this thread cannot give up its capabilities";
+  EXPECT_TRUE(ran);
+  struct stat st {};
+  ASSERT_EQ(::stat(db().parent_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0500u) << "a folder made read-only stays so";
+}
+
+TEST_F(MemoryBoundsTest, AWritableDatabaseInAFolderThatCannotBeWrittenIsOpenedReadOnly) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s->append(record("ns", 1, "kept")));
+  }
+  ::chmod(db().parent_path().c_str(), 0500);
+  const bool dropped = run_without_file_override([&] {
+    auto s = MemoryStore::open(db());
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_TRUE((*s)->read_only());
+    auto got = (*s)->query(MemoryQuery{"ns", {}, {}, {}, {}, {}});
+    ASSERT_TRUE(got) << got.error().message;
+    EXPECT_EQ(got->records.size(), 1u);
+    EXPECT_FALSE((*s)->append(record("ns", 2, "new")));
+  });
+  if (!dropped) GTEST_SKIP() << "this thread cannot give up its capabilities";
+}
+
+TEST_F(MemoryBoundsTest, NoDatabaseAndNoneCanBeMadeAnswersEmptyAndRefusesAppends) {
+  fs::create_directories(db().parent_path());
+  ::chmod(db().parent_path().c_str(), 0500);
+  const bool dropped = run_without_file_override([&] {
+    auto s = MemoryStore::open(db());
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_TRUE((*s)->read_only());
+    auto got = (*s)->query(MemoryQuery{"ns", {}, {}, {}, {}, {}});
+    ASSERT_TRUE(got) << got.error().message;
+    EXPECT_TRUE(got->records.empty());
+    EXPECT_FALSE((*s)->append(record("ns", 2, "new")));
+  });
+  if (!dropped) GTEST_SKIP() << "this thread cannot give up its capabilities";
+  EXPECT_FALSE(fs::exists(db()));
 }
 
 }  // namespace
