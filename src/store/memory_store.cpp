@@ -16,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "store/memory_import.hpp"
 #include "store/memory_record_json.hpp"
 #include "util/bounded_file.hpp"
 #include "util/log.hpp"
@@ -99,7 +100,15 @@ constexpr const char* k_schema =
     "  content TEXT NOT NULL,"
     "  tags TEXT NOT NULL,"
     "  meta TEXT);"
-    "CREATE INDEX IF NOT EXISTS memory_records_by_time ON memory_records(namespace, timestamp_ms);";
+    "CREATE INDEX IF NOT EXISTS memory_records_by_time ON memory_records(namespace, timestamp_ms);"
+    // One row per namespace whose reference file was imported, written in the import's
+    // own transaction.
+    "CREATE TABLE IF NOT EXISTS memory_imports("
+    "  namespace TEXT PRIMARY KEY,"
+    "  file TEXT NOT NULL,"
+    "  records INTEGER NOT NULL,"
+    "  skipped INTEGER NOT NULL,"
+    "  imported_ms INTEGER NOT NULL);";
 
 // Whether an open or a first statement failed because the database cannot be written.
 bool is_unwritable(int err) { return err == EROFS || err == EACCES || err == EPERM; }
@@ -150,7 +159,7 @@ sqlite3* open_read_only_uri(const std::string& uri) {
 }
 
 // A record as a query may answer it: content, meta and tags within the caps (a record
-// stored before them may hold more). Marks it truncated when anything was cut.
+// stored before them, or imported, may hold more). Marks it truncated when anything was cut.
 void cut_to_caps(MemoryRecord& r) {
   if (r.content.size() > k_max_content_bytes) {
     r.content = std::string(util::utf8_prefix(r.content, k_max_content_bytes));
@@ -284,7 +293,7 @@ Result<std::unique_ptr<MemoryStore>> MemoryStore::open(const std::filesystem::pa
     return Error::internal("memory io error: cannot open " + path.string() + ": " + util::os_error_text(err));
   }
   if (fd < 0) {
-    // No database: an empty one in memory.
+    // No database: an empty one in memory, for the reference's records at least.
     if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
             SQLITE_OK ||
         sqlite3_exec(db, k_schema, nullptr, nullptr, nullptr) != SQLITE_OK) {
@@ -319,6 +328,8 @@ Result<void> MemoryStore::append(const MemoryRecord& record) {
     return Error::internal("memory io error: records cannot be written: " + m_path.string() + " is read-only: " +
                            *m_read_only);
   }
+  import_once(record.ns);  // the reference's records come first
+  std::lock_guard lock(m_write_mutex);
   Statement insert(m_db,
                    "INSERT INTO memory_records(namespace, timestamp_ms, content, tags, meta) VALUES(?1, ?2, ?3, ?4, ?5)");
   if (!insert.ok()) return io_error(m_db, "append");
@@ -338,6 +349,7 @@ Result<void> MemoryStore::append(const MemoryRecord& record) {
 
 Result<MemoryPage> MemoryStore::query(const MemoryQuery& q) {
   if (auto valid = validate_namespace(q.ns); !valid) return valid.error();
+  import_once(q.ns);
   MemoryPage page;
   const std::uint64_t limit = q.after ? q.after->remaining : q.limit.value_or(k_default_query_limit);
   if (limit == 0) return page;
@@ -372,7 +384,7 @@ Result<MemoryPage> MemoryStore::query(const MemoryQuery& q) {
       continue;
     }
     if (sqlite3_column_type(select.get(), 4) != SQLITE_NULL) {
-      // A meta over the cap (stored before it) is not even copied.
+      // A meta over the cap (stored before it, or imported) is not even copied.
       if (static_cast<std::size_t>(sqlite3_column_bytes(select.get(), 4)) <= k_max_meta_bytes) {
         r.meta_json = column_text(select.get(), 4);
       } else {
@@ -392,6 +404,105 @@ Result<MemoryPage> MemoryStore::query(const MemoryQuery& q) {
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return io_error(m_db, "query");
   return page;
+}
+
+void MemoryStore::import_once(const std::string& ns) {
+  std::lock_guard lock(m_import_mutex);
+  if (m_import_checked.count(ns) != 0) return;
+  // A database that cannot be written cannot record the import either: its records are
+  // what is answered.
+  if (m_read_only && !m_in_memory) {
+    m_import_checked.insert(ns);
+    return;
+  }
+  {
+    Statement done(m_db, "SELECT 1 FROM memory_imports WHERE namespace = ?1");
+    if (!done.ok()) {
+      util::log().warn("memory: cannot tell whether namespace '{}' was imported: {}", ns, sqlite3_errmsg(m_db));
+      return;
+    }
+    done.bind_text(1, ns);
+    if (sqlite3_step(done.get()) == SQLITE_ROW) {
+      m_import_checked.insert(ns);
+      return;
+    }
+  }
+  const auto file = reference_file(m_path.parent_path(), ns);
+  auto read = read_reference_records(file, ns);
+  if (!read) {
+    // Refused for this host's lifetime; a repaired file is imported by the next one.
+    util::log().warn("memory: the reference's records of namespace '{}' are not imported: {}", ns,
+                     read.error().message);
+    m_import_checked.insert(ns);
+    return;
+  }
+  if (!*read) {  // nothing to import (a file put there later is imported by the next host)
+    m_import_checked.insert(ns);
+    return;
+  }
+  if (auto imported = import_records(ns, file, (*read)->records, (*read)->skipped); !imported) {
+    // Tried again at the namespace's next use.
+    util::log().warn("memory: importing {} failed: {}", file.string(), imported.error().message);
+    return;
+  }
+  m_import_checked.insert(ns);
+}
+
+Result<void> MemoryStore::import_records(const std::string& ns, const std::filesystem::path& file,
+                                         const std::vector<MemoryRecord>& records, std::size_t skipped) {
+  std::lock_guard lock(m_write_mutex);
+  if (sqlite3_exec(m_db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) return io_error(m_db, "import");
+  auto rollback = [&](std::string_view what) {
+    Error e = io_error(m_db, what);
+    sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return e;
+  };
+  // Another host may have imported it since this one looked.
+  int seen;
+  {
+    Statement done(m_db, "SELECT 1 FROM memory_imports WHERE namespace = ?1");
+    if (!done.ok()) return rollback("import");
+    done.bind_text(1, ns);
+    seen = sqlite3_step(done.get());
+  }
+  if (seen == SQLITE_ROW) {
+    if (sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return rollback("import");
+    return {};
+  }
+  if (seen != SQLITE_DONE) return rollback("import");
+  {
+    Statement insert(m_db,
+                     "INSERT INTO memory_records(namespace, timestamp_ms, content, tags, meta) VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!insert.ok()) return rollback("import");
+    for (const auto& r : records) {
+      sqlite3_reset(insert.get());
+      insert.bind_text(1, r.ns);
+      insert.bind_int(2, r.timestamp_ms);
+      insert.bind_text(3, r.content);
+      insert.bind_text(4, encode_tags(r.tags));
+      if (r.meta_json) {
+        insert.bind_text(5, *r.meta_json);
+      } else {
+        sqlite3_bind_null(insert.get(), 5);
+      }
+      if (sqlite3_step(insert.get()) != SQLITE_DONE) return rollback("import");
+    }
+  }
+  {
+    Statement mark(m_db,
+                   "INSERT INTO memory_imports(namespace, file, records, skipped, imported_ms) VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!mark.ok()) return rollback("import");
+    mark.bind_text(1, ns);
+    mark.bind_text(2, file.string());
+    mark.bind_int(3, records.size());
+    mark.bind_int(4, skipped);
+    mark.bind_int(5, now_ms());
+    if (sqlite3_step(mark.get()) != SQLITE_DONE) return rollback("import");
+  }
+  if (sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return rollback("import");
+  util::log().info("memory: imported {} records of namespace '{}' from {} ({} lines skipped)", records.size(), ns,
+                   file.string(), skipped);
+  return {};
 }
 
 Result<std::vector<std::string>> MemoryStore::list_namespaces() const {

@@ -7,21 +7,31 @@
 //
 // Bounded answers: a record's meta and tags are capped, and a query returns one page of at
 // most MemoryQuery::page_bytes of record JSON, with the position to go on from, so that no
-// answer outgrows a frame whatever the database holds. Records stored before the caps come
-// back cut to them (MemoryRecord::truncated).
+// answer outgrows a frame whatever the database holds. Records stored before the caps, or
+// imported over them, come back cut to them (MemoryRecord::truncated).
 //
 // A database that cannot be written (a read-only home) is opened read-only: queries are
 // answered, appends fail with an error saying so. Where there is no database at all and
-// none can be made, an empty one in memory stands in.
+// none can be made, an empty one in memory stands in (the reference's files below are
+// still read into it).
+//
+// The reference's records: `<folder>/<namespace>.jsonl` beside the database (the
+// reference's own store, memory_import.hpp) is imported into the database once, at the
+// namespace's first use, inside one transaction that also records the import, so that
+// concurrent hosts and later runs never import it twice.
 //
 // Thread safety: one MemoryStore may be used from any number of threads (the connection is
-// opened in serialized mode). Every call blocks on disk I/O: never call it on an event loop.
+// opened in serialized mode; writes and imports take the store's own lock, so that no
+// append ever lands inside an import's transaction). Every call blocks on disk I/O: never
+// call it on an event loop.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,11 +137,19 @@ class MemoryStore {
  private:
   MemoryStore(sqlite3* db, std::filesystem::path path, std::optional<std::string> read_only, bool in_memory)
       : m_db(db), m_path(std::move(path)), m_read_only(std::move(read_only)), m_in_memory(in_memory) {}
+  // Imports <folder>/<ns>.jsonl once (see above); what fails is logged, never returned:
+  // the namespace's own records are answered all the same.
+  void import_once(const std::string& ns);
+  Result<void> import_records(const std::string& ns, const std::filesystem::path& file,
+                              const std::vector<MemoryRecord>& records, std::size_t skipped);
 
   sqlite3* m_db;  // owned; serialized mode, so shared by every thread
   std::filesystem::path m_path;
   std::optional<std::string> m_read_only;
   bool m_in_memory;  // the stand-in for a database that does not exist and cannot be made
+  std::mutex m_write_mutex;            // an append never lands inside an import's transaction
+  std::mutex m_import_mutex;           // guards m_import_checked
+  std::set<std::string> m_import_checked;  // namespaces whose import this store has settled
 };
 
 }  // namespace exthost::store

@@ -1,6 +1,6 @@
 // The memory store's bounds seen by a real extension: appends over the caps refused by name,
-// query answers in pages that never outgrow a frame whatever the records hold, and a home
-// whose database cannot be written.
+// query answers in pages that never outgrow a frame whatever the records hold, the
+// reference's files imported once, and a home whose database cannot be written.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -129,6 +129,22 @@ TEST_F(MemoryBoundsTest, AnInvalidCursorIsRefusedNamingTheExtension) {
   EXPECT_EQ(r.at("error"),
             "memory.query from extension 'mem-client': invalid 'cursor' parameter (pass back a next_cursor exactly as "
             "it came)");
+}
+
+TEST_F(MemoryBoundsTest, TheReferencesRecordsAreImportedOnceForTheExtensionOfTheirNamespace) {
+  fs::create_directories(home() / "memory");
+  std::ofstream(home() / "memory" / "mem-client.jsonl")
+      << R"({"namespace":"mem-client","timestamp_ms":1767225600000,"content":"from the reference.","tags":["@t"],"meta":{"k":1}})"
+      << "\n"
+      << "a line that is no record\n"
+      << R"({"namespace":"mem-client","timestamp_ms":1767225500000,"content":"older."})" << "\n";
+  for (int run = 0; run < 2; ++run) {
+    exthost::Host host(options());
+    ASSERT_TRUE(host.load(plugin()));
+    const auto r = call(host, "pages", "{}");
+    EXPECT_EQ(r.at("records").to_number<int>(), 2) << "run " << run;
+    EXPECT_EQ(r.at("heads"), json::value(json::array{"from the reference", "older"}));
+  }
 }
 
 struct CliRun {
