@@ -358,6 +358,9 @@ struct ProcessExtension::ProgressEntry {
 
 asio::awaitable<void> ProcessExtension::idle_deadline(asio::any_io_executor ex, std::chrono::milliseconds limit,
                                                       std::shared_ptr<CallActivity> activity) {
+  // Cancelled whenever the request answers first (every call): the wait must end quietly,
+  // not by an exception thrown at the next suspension, which would cost more than the call.
+  co_await asio::this_coro::throw_if_cancelled(false);
   const auto cap = std::chrono::steady_clock::now() + limit * k_progress_total_multiple;
   asio::steady_timer timer(ex);
   for (;;) {
