@@ -51,6 +51,11 @@ SHUTDOWN_DRAIN_SECONDS = 0.3
 # An error message longer than this is cut (it has to fit in a frame).
 MAX_ERROR_MESSAGE = 64 * 1024
 READ_CHUNK = 64 * 1024
+# The host reads JSON nested at most this deep (the whole frame counts as one level), and
+# integers exactly only within 64 bits: deeper or larger values are refused before sending.
+MAX_JSON_DEPTH = 128
+MIN_JSON_INT = -2 ** 63
+MAX_JSON_INT = 2 ** 64 - 1
 
 # JSON-RPC error codes.
 PARSE_ERROR = -32700
@@ -622,7 +627,11 @@ class Extension:
                 error = (e.code, e.message)
         if error is not None:
             code, message = error
-            message = _sendable_text(message)
+            if isinstance(code, bool) or not isinstance(code, int) or not -2 ** 31 <= code < 2 ** 31:
+                log("exthost_sdk: %s: error code %r is not a 32-bit integer; answered %d" % (method, code, SERVER_ERROR))
+                message = "%s (error code %r replaced: not a 32-bit integer)" % (message, code)
+                code = SERVER_ERROR
+            message = _sendable_text(message) if isinstance(message, str) else _sendable_text(repr(message))
             if len(message) > MAX_ERROR_MESSAGE:
                 message = message[:MAX_ERROR_MESSAGE] + "…"
             body = self._encode({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
@@ -635,6 +644,9 @@ class Extension:
         # JSON, and the host would refuse the whole frame. ensure_ascii=False: text is sent
         # as UTF-8, so that a lone surrogate (not Unicode) is caught by encode() below
         # instead of going out as an escape the host refuses.
+        problem = _unreadable_by_host(message)
+        if problem:
+            raise ExtensionError("message cannot be sent as JSON: %s (%s)" % (problem, what))
         try:
             text = json.dumps(message, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
         except (ValueError, TypeError, RecursionError) as e:
@@ -764,6 +776,23 @@ def _fileno(stream, default):
 
 def _usable_id(request_id):
     return isinstance(request_id, str) or (isinstance(request_id, (int, float)) and not isinstance(request_id, bool))
+
+
+def _unreadable_by_host(value):
+    """What in `value` the host would refuse (nesting past MAX_JSON_DEPTH, an integer outside
+    64 bits), or None. Iterative: a deep value cannot exhaust the stack here."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > MAX_JSON_DEPTH:
+                return "nested deeper than the host reads (%d levels)" % MAX_JSON_DEPTH
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if not MIN_JSON_INT <= item <= MAX_JSON_INT:
+                return "an integer does not fit in 64 bits, which the host reads exactly"
+    return None
 
 
 def _sendable_text(text):

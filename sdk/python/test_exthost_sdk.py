@@ -215,6 +215,21 @@ def make_extension(stdin, stdout, **options):
     def recall(call):
         return {"contents": [r["content"] for r in ext.memory_query(tag_prefix="@note", limit=5)]}
 
+    @ext.method("test.bigint")
+    def bigint(call):
+        return {"n": 10 ** 400}
+
+    @ext.method("test.deep")
+    def deep(call):
+        value = []
+        for _ in range(200):
+            value = [value]
+        return value
+
+    @ext.method("test.badcode")
+    def badcode(call):
+        raise exthost_sdk.ExtensionError("bad", code=call.params.get("code"))
+
     @ext.command("report")
     def report(call, args):
         ext.task_start("t1", "Counting", "work")
@@ -284,6 +299,28 @@ class BasicsTest(SdkTest):
                         error["message"])
         self.assertIn("the result of tool.call", error["message"])
         self.assert_still_serving(12)
+
+    def test_an_integer_beyond_64_bits_or_nesting_past_the_hosts_depth_is_answered_as_an_error(self):
+        self.initialize()
+        self.h.request(13, "test.bigint", {})
+        error = self.h.read()["error"]
+        self.assertEqual(error["code"], -32000)
+        self.assertIn("an integer does not fit in 64 bits", error["message"])
+        self.h.request(14, "test.deep", {})
+        error = self.h.read()["error"]
+        self.assertEqual(error["code"], -32000)
+        self.assertIn("nested deeper than the host reads (128 levels)", error["message"])
+        self.assert_still_serving(15)
+
+    def test_an_error_code_that_is_not_a_32_bit_integer_still_gets_an_error_reply(self):
+        self.initialize()
+        for request_id, code in ((16, "x"), (17, 2 ** 40), (18, True)):
+            self.h.request(request_id, "test.badcode", {"code": code})
+            reply = self.h.read()
+            self.assertEqual(reply["id"], request_id)
+            self.assertEqual(reply["error"]["code"], -32000)
+            self.assertIn("error code %r replaced" % code, reply["error"]["message"])
+        self.assert_still_serving(19)
 
     def test_frames_split_at_every_byte_are_read_whole(self):
         data = request(2, "tool.call", {"name": "echo", "input": {"text": "split"}})

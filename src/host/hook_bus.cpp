@@ -40,8 +40,9 @@ bool allows(HookKind kind, const HookResult& r) {
 
 // The handler's answer as a coroutine of the bus's own, holding what it needs.
 asio::awaitable<Result<HookResult>> answer_of(std::shared_ptr<runtime::ExtensionHandler> handler,
-                                              std::shared_ptr<const protocol::HookEvent> event) {
-  co_return co_await handler->handle(*event);
+                                              std::shared_ptr<const protocol::HookEvent> event,
+                                              std::shared_ptr<bool> written) {
+  co_return co_await handler->handle_tracked(*event, std::move(written));
 }
 
 std::string described(const std::string& extension_id, const HookSubscription& sub) {
@@ -134,13 +135,14 @@ asio::awaitable<HookBus::Reply> HookBus::ask(std::shared_ptr<runtime::ExtensionH
                                              std::shared_ptr<const protocol::HookEvent> event,
                                              std::chrono::milliseconds timeout) {
   asio::steady_timer deadline(co_await asio::this_coro::executor, timeout);
-  auto raced = co_await (answer_of(std::move(handler), std::move(event)) ||
+  auto written = std::make_shared<bool>(false);
+  auto raced = co_await (answer_of(std::move(handler), std::move(event), written) ||
                          deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
   if (raced.index() == 1) {
     const auto [ec] = std::get<1>(raced);
-    co_return Reply{ec ? Outcome::abandoned : Outcome::timed_out, std::nullopt};
+    co_return Reply{ec ? Outcome::abandoned : Outcome::timed_out, std::nullopt, *written};
   }
-  co_return Reply{Outcome::answered, std::get<0>(std::move(raced))};
+  co_return Reply{Outcome::answered, std::get<0>(std::move(raced)), true};
 }
 
 std::vector<HookBus::Registration> HookBus::snapshot() const {
@@ -157,10 +159,10 @@ bool HookBus::fails_closed(const Registration& r) const {
   return m_fail_closed || r.subscription.on_error == HookOnError::block;
 }
 
-void HookBus::settle(const Registration& r, Outcome outcome, bool probe, std::chrono::steady_clock::time_point now) {
+void HookBus::settle(const Registration& r, const Reply& reply, bool probe, std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(r.standing->mutex);
   auto& suspension = r.standing->suspension;
-  switch (outcome) {
+  switch (reply.outcome) {
     case Outcome::answered:
       if (suspension.suspended()) {
         util::log().info("{} answered again; resumed", described(r.handler->id(), r.subscription));
@@ -168,6 +170,10 @@ void HookBus::settle(const Registration& r, Outcome outcome, bool probe, std::ch
       suspension.answered();
       return;
     case Outcome::timed_out:
+      if (!reply.written) {  // never reached the extension: says nothing about it
+        if (probe) suspension.probe_abandoned();
+        return;
+      }
       if (suspension.timed_out(now, probe)) {
         util::log().warn("{} did not answer {} times in a row; suspended for {} s",
                          described(r.handler->id(), r.subscription), suspension.consecutive_timeouts(),
@@ -359,7 +365,7 @@ asio::awaitable<HookVerdict> HookBus::fan_out(protocol::HookEvent event, WhenAba
             [gather, i, registration = slots[i].registration, probe = slots[i].probe, clock = m_clock, trace, kind,
              started](std::exception_ptr thrown, Reply reply) {
               if (thrown || gather->cancelled[i]) reply.outcome = Outcome::abandoned;
-              settle(registration, reply.outcome, probe, clock());
+              settle(registration, reply, probe, clock());
               if (trace && reply.outcome != Outcome::abandoned) {
                 util::log().info(
                     "Extension hook trace: hook={} extension={} action={} duration_ms={} health={} restart_count={}",

@@ -146,6 +146,10 @@ class HookBus {
   struct Reply {
     Outcome outcome = Outcome::abandoned;
     std::optional<Result<protocol::HookResult>> answer;
+    // Whether the request reached the extension: one that timed out still waiting in the
+    // host for a place (its declared concurrency taken by other calls) fails like any
+    // timeout, but does not count toward suspending the subscription.
+    bool written = true;
   };
   struct Gather;
   // What the caller of a fan-out does to the asks still out when it abandons the emit.
@@ -159,7 +163,7 @@ class HookBus {
   HookSuspension::Admission admit(const Registration& r) const;
   bool fails_closed(const Registration& r) const;
   // Records how an admitted ask ended; warns when it suspends the subscription.
-  static void settle(const Registration& r, Outcome outcome, bool probe, std::chrono::steady_clock::time_point now);
+  static void settle(const Registration& r, const Reply& reply, bool probe, std::chrono::steady_clock::time_point now);
   // What one ask's end does to the chain: nullopt continues, a value ends it.
   std::optional<HookVerdict> fold(const Registration& r, protocol::HookKind kind, const Reply& reply,
                                   std::vector<std::string>& injections) const;

@@ -75,7 +75,10 @@ std::optional<HookResult> decode_hook_result(const boost::json::value& v) {
   } else if (*action == "confirm") {
     if (auto m = text("message")) return hook_result::Confirm{*m};
   } else if (*action == "modify") {
-    if (const auto* input = o->if_contains("input")) return hook_result::Modify{*input};
+    // A tool's input is an object: anything else is a malformed modify (it blocks).
+    if (const auto* input = o->if_contains("input"); input != nullptr && input->is_object()) {
+      return hook_result::Modify{*input};
+    }
   } else if (*action == "replace") {
     if (auto out = text("output")) return hook_result::Replace{*out};
   } else if (*action == "context_phase") {

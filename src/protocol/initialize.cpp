@@ -160,6 +160,7 @@ Result<InitializeResult> parse_initialize_result(std::string_view extension_id, 
                                 std::to_string(k_max_concurrency) + ", got " + kind_name(*n)).because(ErrorCause::protocol);
       }
       out.concurrency = static_cast<std::size_t>(value);
+      out.concurrency_declared = true;
     }
   }
   if (out.protocol_version != k_protocol_version) {

@@ -38,6 +38,10 @@ struct InitializeResult {
   // capabilities.concurrency: requests the extension takes at once, 1..k_max_concurrency;
   // 1 (the reference's behaviour) when absent.
   std::size_t concurrency = 1;
+  // Whether capabilities.concurrency was given: a declared limit (even 1) is kept by the
+  // host, requests past it wait there, hooks first; an undeclared one is the reference's
+  // pass-through (every request written to the pipe at once, in order).
+  bool concurrency_declared = false;
 };
 
 // {synaps_version, extension_protocol_version, plugin_id, plugin_root, config, host}.

@@ -248,7 +248,7 @@ bool Connection::has_room(std::size_t bytes) const {
   return m_queued_bytes == 0 || m_queued_bytes + bytes <= k_write_queue_budget;
 }
 
-asio::awaitable<Result<void>> Connection::write(std::string frame) {
+asio::awaitable<Result<void>> Connection::write(std::string frame, bool judges_reading) {
   auto self = shared_from_this();  // the caller's State may be torn down while we wait
   if (m_write_failure) co_return Error::extension(*m_write_failure).because(ErrorCause::transport);
   if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE)).because(ErrorCause::transport);
@@ -291,7 +291,7 @@ asio::awaitable<Result<void>> Connection::write(std::string frame) {
       if (m_write_failure) co_return Error::extension(*m_write_failure).because(ErrorCause::transport);
       if (m_stopped) co_return Error::extension("Write error: " + util::os_error_text(EPIPE)).because(ErrorCause::transport);
       auto cs = co_await asio::this_coro::cancellation_state;
-      if (cs.cancelled() != asio::cancellation_type::none) co_return cancelled_write(progress);
+      if (cs.cancelled() != asio::cancellation_type::none) co_return cancelled_write(progress, judges_reading);
     } while (!has_room(frame.size()));
   }
   auto ticket = std::make_shared<WriteTicket>(m_inbox->executor());
@@ -305,18 +305,18 @@ asio::awaitable<Result<void>> Connection::write(std::string frame) {
     co_await ticket->written.wait();
     auto cs = co_await asio::this_coro::cancellation_state;
     if (!ticket->done && cs.cancelled() != asio::cancellation_type::none) {
-      co_return cancelled_write(progress);  // the frame is still written whole
+      co_return cancelled_write(progress, judges_reading);  // the frame is still written whole
     }
   }
   if (ticket->error) co_return Error::extension(*ticket->error).because(ErrorCause::transport);
   co_return Result<void>();
 }
 
-Error Connection::cancelled_write(std::uint64_t progress) {
+Error Connection::cancelled_write(std::uint64_t progress, bool judges_reading) {
   // The caller gave up (a call at its deadline) and the child has taken nothing of the
   // host's input since it began: it no longer reads, and whatever waits behind would wait
   // for its own deadline too.
-  if (m_bytes_written == progress && !m_stopped && !m_write_failure) {
+  if (judges_reading && m_bytes_written == progress && !m_stopped && !m_write_failure) {
     const std::size_t unwritten = m_queued_bytes - m_front_written;
     const std::string reason = "Extension '" + m_inbox->extension_id() + "' stopped reading its input: " +
                                std::to_string(unwritten) + " bytes queued, none read before a call's deadline";
@@ -394,7 +394,8 @@ asio::awaitable<Result<boost::json::value>> Connection::call(std::string_view me
   if (!registered) co_return std::move(registered).error();
   auto pending = std::move(registered).value();
 
-  auto written = co_await write(wire::FrameWriter::frame(wire::encode_request(method, params, id)));
+  auto written = co_await write(wire::FrameWriter::frame(wire::encode_request(method, params, id)),
+                                method != "hook.handle");
   if (!written) {
     m_lifecycle->invalidate();
     m_inbox->remove_pending(id);

@@ -56,7 +56,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Queues one whole frame, waiting for room in the budget first, and waits until it is
   // written. Once queued, the frame is written even if the caller is cancelled meanwhile (a
   // frame is never cut). Errors: "Write error: <os error>", or why the transport ended.
-  boost::asio::awaitable<Result<void>> write(std::string frame);
+  // `judges_reading`: whether this writer, cancelled while the child read nothing, ends the
+  // transport (false for a hook: its deadline is shorter than a running tool's, and a
+  // sequential child busy with that tool does not read meanwhile).
+  boost::asio::awaitable<Result<void>> write(std::string frame, bool judges_reading = true);
 
   // One request/response exchange (SPEC §1.6): registers the id before writing, writes,
   // waits for the reply. A request refused at registration or not written whole fails with
@@ -126,7 +129,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Fails every queued frame (none may be in a write) with the connection's failure.
   void fail_queue();
   // A writer's answer to its cancellation; `progress` is m_bytes_written when it started.
-  Error cancelled_write(std::uint64_t progress);
+  Error cancelled_write(std::uint64_t progress, bool judges_reading);
 
   std::shared_ptr<Inbox> m_inbox;
   std::shared_ptr<process::Child> m_child;

@@ -28,14 +28,15 @@ void CallScheduler::Slot::release() {
   m_owner = nullptr;
 }
 
-void CallScheduler::set_limit(std::size_t limit) {
-  m_limit = std::clamp<std::size_t>(limit, 1, protocol::k_max_concurrency);
+void CallScheduler::set_limit(std::size_t limit, bool declared) {
+  m_bounded = declared;
+  m_limit = declared ? std::clamp<std::size_t>(limit, 1, protocol::k_max_concurrency) : 1;
   m_changed.notify();  // a higher limit may admit waiters now
 }
 
 bool CallScheduler::may_enter(Lane lane, std::uint64_t ticket) const {
   if (m_exclusive_held || m_exclusive_waiting > 0) return false;
-  if (m_limit > 1 && m_in_flight >= m_limit) return false;
+  if (m_bounded && m_in_flight >= m_limit) return false;
   if (lane == Lane::hook) return !m_hook_lane.empty() && m_hook_lane.front() == ticket;
   return m_hook_lane.empty() && !m_normal_lane.empty() && m_normal_lane.front() == ticket;
 }
@@ -63,7 +64,7 @@ boost::asio::awaitable<CallScheduler::Slot> CallScheduler::admit(Lane lane) {
     if (co_await was_cancelled()) co_return Slot();
   }
   // The first of ours the child has to work on: nothing of ours was in flight before it.
-  const bool reached = m_in_flight == 0 || m_limit > 1;
+  const bool reached = m_in_flight == 0 || m_bounded;
   ++m_in_flight;
   co_return Slot(this, false, reached);
 }

@@ -1,13 +1,13 @@
 // runtime/call_scheduler.hpp — how many requests one extension's child has at once, and in
 // what order the rest wait (capabilities.concurrency, docs/protocol.md).
 //
-// Two modes, by the limit the extension declared in its initialize answer:
-// - limit 1 (the default, the reference's behaviour): nothing is held back in the host.
+// Two modes, by what the extension declared in its initialize answer:
+// - nothing (the default, the reference's behaviour): nothing is held back in the host.
 //   Every request is admitted at once and written to the pipe in call order; a sequential
 //   child reads and answers them one after another.
-// - limit N > 1: at most N requests are in flight; the others wait in two lanes, hooks
-//   first (a hook must not sit behind queued tool calls), each lane first come first
-//   served.
+// - a limit N (1 to 64): at most N requests are in flight; the others wait in two lanes,
+//   hooks first (a hook must not sit behind queued tool calls), each lane first come first
+//   served. A waiting request can be cancelled without the child ever seeing it.
 // exclusive() waits until nothing is in flight and keeps every admission waiting while it
 // is held (the stop ladder's shutdown request; tests that drive a restart by hand).
 //
@@ -57,7 +57,10 @@ class CallScheduler {
   explicit CallScheduler(const boost::asio::any_io_executor& ex) : m_changed(ex) {}
 
   // 1..protocol::k_max_concurrency (values outside are clamped); takes effect for the next admission.
-  void set_limit(std::size_t limit);
+  // `declared`: the extension gave the limit (held back in the host past it); otherwise
+  // the limit is the pass-through default and `limit` is ignored.
+  void set_limit(std::size_t limit, bool declared = true);
+  bool bounded() const { return m_bounded; }
   std::size_t limit() const { return m_limit; }
   std::size_t in_flight() const { return m_in_flight; }
   std::size_t waiting() const { return m_hook_lane.size() + m_normal_lane.size(); }
@@ -72,6 +75,7 @@ class CallScheduler {
 
   rpc::Event m_changed;
   std::size_t m_limit = 1;
+  bool m_bounded = false;  // a declared limit: admissions past it wait
   std::size_t m_in_flight = 0;
   bool m_exclusive_held = false;
   std::size_t m_exclusive_waiting = 0;

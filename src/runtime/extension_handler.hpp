@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,15 @@ class ExtensionHandler {
   // handle() for a caller that must never start or restart the extension (no child serving:
   // cause `not_running`, or `stopped` / `restart_exhausted`).
   virtual boost::asio::awaitable<Result<protocol::HookResult>> handle_no_spawn(const protocol::HookEvent& event) {
+    co_return co_await handle(event);
+  }
+  // handle() that sets `*written` (I/O thread) once the request is handed to the child: one
+  // still waiting in the host for a place under the extension's declared concurrency has
+  // not been, and its silence says nothing about the extension. The default has no such
+  // wait: it is written at once.
+  virtual boost::asio::awaitable<Result<protocol::HookResult>> handle_tracked(const protocol::HookEvent& event,
+                                                                              std::shared_ptr<bool> written) {
+    *written = true;
     co_return co_await handle(event);
   }
 

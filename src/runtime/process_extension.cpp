@@ -215,7 +215,7 @@ void ProcessExtension::finish_initialize(Instance& instance, const protocol::Ini
   // Published before anyone waiting for the child can use it (SPEC §6.1).
   instance.lifecycle->mark_initialized();
   m_inbox->set_cancellation(result.cancellation);
-  m_scheduler.set_limit(result.concurrency);
+  m_scheduler.set_limit(result.concurrency, result.concurrency_declared);
   m_idempotent_tools.clear();
   for (const auto& tool : result.tools) {
     if (tool.idempotent) m_idempotent_tools.insert(tool.name);
@@ -358,6 +358,9 @@ struct ProcessExtension::ProgressEntry {
 
 asio::awaitable<void> ProcessExtension::idle_deadline(asio::any_io_executor ex, std::chrono::milliseconds limit,
                                                       std::shared_ptr<CallActivity> activity) {
+  // Cancelled whenever the request answers first (every call): the wait must end quietly,
+  // not by an exception thrown at the next suspension, which would cost more than the call.
+  co_await asio::this_coro::throw_if_cancelled(false);
   const auto cap = std::chrono::steady_clock::now() + limit * k_progress_total_multiple;
   asio::steady_timer timer(ex);
   for (;;) {
@@ -497,6 +500,7 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::call_inner_unobser
   const auto lane = method == "hook.handle" ? CallScheduler::Lane::hook : CallScheduler::Lane::normal;
   auto slot = co_await m_scheduler.admit(lane);
   if (!slot) co_return Error::cancelled("Extension '" + m_spec.id + "' method '" + method + "' was cancelled");
+  if (activity->written) *activity->written = true;
   auto ready = co_await ensure_running();
   if (!ready) co_return std::move(ready).error();
   // A copy: the instance stays valid for this exchange whatever happens meanwhile.
@@ -672,6 +676,14 @@ asio::awaitable<Result<protocol::HookResult>> ProcessExtension::handle(const pro
   co_return hook_outcome(std::move(reply));
 }
 
+asio::awaitable<Result<protocol::HookResult>> ProcessExtension::handle_tracked(const protocol::HookEvent& event,
+                                                                              std::shared_ptr<bool> written) {
+  auto activity = std::make_shared<CallActivity>();
+  activity->written = std::move(written);
+  auto reply = co_await call("hook.handle", event.to_json(), std::move(activity));
+  co_return hook_outcome(std::move(reply));
+}
+
 asio::awaitable<Result<protocol::HookResult>> ProcessExtension::handle_no_spawn(const protocol::HookEvent& event) {
   asio::steady_timer deadline(m_executor, m_timeouts.hook);
   auto raced = co_await (call_no_spawn("hook.handle", event.to_json()) ||
@@ -754,6 +766,18 @@ std::chrono::milliseconds total_limit(std::chrono::milliseconds deadline) {
   return deadline * ProcessExtension::k_progress_total_multiple;
 }
 
+// The reference's "timed out" text of a streamed method; when progress kept it going to its
+// total limit, what that limit was.
+Error streamed_timeout(const std::string& id, const char* method, std::chrono::milliseconds deadline, bool capped) {
+  std::string text = "Extension '" + id + "' " + method + " timed out";
+  if (capped) {
+    text += ": it ran past its total limit of " + duration_text(total_limit(deadline)) + " (progress extends its " +
+            duration_text(deadline) + " deadline up to " +
+            std::to_string(ProcessExtension::k_progress_total_multiple) + " times)";
+  }
+  return Error::timeout(std::move(text)).because(ErrorCause::timeout).from(id);
+}
+
 // Whether a notification is progress of the command invoked as `request_id`: its output
 // (command.output names the request) or its task events.
 bool is_progress_of(const rpc::NotificationFrame& frame, std::string_view request_id) {
@@ -777,12 +801,12 @@ asio::awaitable<Result<protocol::ProviderCompleteResult>> ProcessExtension::prov
   if (raced.index() == 1) {
     if (co_await cancelled()) co_return Error::cancelled("Extension '" + m_spec.id + "' provider.stream was cancelled");
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
-    co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out").from(m_spec.id);
+    co_return streamed_timeout(m_spec.id, "provider.stream", m_timeouts.provider_stream, true);
   }
   auto reply = std::get<0>(std::move(raced));
   if (!reply) {
     if (reply.error().kind == ErrorKind::timeout) {
-      co_return Error::timeout("Extension '" + m_spec.id + "' provider.stream timed out").from(m_spec.id);
+      co_return streamed_timeout(m_spec.id, "provider.stream", m_timeouts.provider_stream, activity->capped);
     }
     co_return std::move(reply).error();
   }
@@ -829,12 +853,12 @@ asio::awaitable<Result<boost::json::value>> ProcessExtension::invoke_command(std
   if (raced.index() == 1) {
     if (co_await cancelled()) co_return Error::cancelled("Extension '" + m_spec.id + "' command.invoke was cancelled");
     m_outcomes.timeout.fetch_add(1, std::memory_order_relaxed);
-    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out").from(m_spec.id);
+    co_return streamed_timeout(m_spec.id, "command.invoke", m_timeouts.command_invoke, true);
   }
   auto both = std::get<0>(std::move(raced));
   auto& reply = std::get<0>(both);
   if (!reply && reply.error().kind == ErrorKind::timeout) {
-    co_return Error::timeout("Extension '" + m_spec.id + "' command.invoke timed out").from(m_spec.id);
+    co_return streamed_timeout(m_spec.id, "command.invoke", m_timeouts.command_invoke, activity->capped);
   }
   co_return std::move(reply);
 }

@@ -72,6 +72,7 @@ using RetryMode = exthost::RetryMode;
 struct CallActivity {
   std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
   bool capped = false;  // the total limit, not idleness, ended it
+  std::shared_ptr<bool> written;  // set once the request is admitted to the child, if given
 };
 
 struct ProcessSpec {
@@ -136,6 +137,8 @@ class ProcessExtension final : public ExtensionHandler, public std::enable_share
   std::optional<Lifecycle> lifecycle_snapshot() const override;
   boost::asio::awaitable<Result<protocol::HookResult>> handle(const protocol::HookEvent& event) override;
   boost::asio::awaitable<Result<protocol::HookResult>> handle_no_spawn(const protocol::HookEvent& event) override;
+  boost::asio::awaitable<Result<protocol::HookResult>> handle_tracked(const protocol::HookEvent& event,
+                                                                      std::shared_ptr<bool> written) override;
   boost::asio::awaitable<Result<boost::json::value>> call_tool_for(std::string name, boost::json::value input,
                                                                   std::optional<std::string> session_id,
                                                                   std::optional<std::filesystem::path> cwd) override;

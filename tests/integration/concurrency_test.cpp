@@ -102,6 +102,85 @@ TEST_F(ConcurrencyTest, AGuardBusyWithALongToolAndNoConcurrencyBlocksAfterItsDea
   EXPECT_TRUE(done.get()) << "the guard's own tool is unaffected";
 }
 
+// Hooks that time out while waiting in the host for a place (every place taken by the
+// guard's own long tools) never reached the guard: they fail like any timeout, but do not
+// suspend it, so once it is free again it is asked, and blocks.
+TEST_F(ConcurrencyTest, HookTimeoutsThatNeverReachedABusyGuardDoNotSuspendIt) {
+  auto o = options();
+  o.hook_timeout = 300ms;
+  exthost::Host host(o);
+  ASSERT_TRUE(host.load(plugin("guard", {"--concurrency", "2"}, k_guard_manifest)));
+  ASSERT_TRUE(host.load(plugin("worker", {})));
+  std::vector<std::promise<exthost::Result<std::string>>> long_calls(2);
+  for (auto& p : long_calls) {
+    host.call_named_tool("guard:sleep", R"({"ms":2500})", {}, [&p](exthost::Result<std::string> r) { p.set_value(std::move(r)); });
+  }
+  std::this_thread::sleep_for(200ms);  // both places taken
+  for (int i = 0; i < 3; ++i) {
+    auto r = host.call_tool("worker", "sleep", R"({"ms":0})");
+    EXPECT_TRUE(r) << "fail-open: the call runs; " << r.error().message;
+  }
+  for (auto& p : long_calls) {
+    auto f = p.get_future();
+    ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+    EXPECT_TRUE(f.get());
+  }
+  auto dangerous = host.call_tool("worker", "sleep", R"({"ms":0,"cmd":"rm -rf /"})");
+  ASSERT_FALSE(dangerous) << "the guard was suspended by timeouts it never saw";
+  EXPECT_EQ(dangerous.error().cause, exthost::ErrorCause::blocked) << dangerous.error().message;
+}
+
+// A declared concurrency of 1 holds requests back in the host: one cancelled while it waits
+// is never written to the child (the undeclared default writes every request at once).
+TEST_F(ConcurrencyTest, ADeclaredConcurrencyOfOneHoldsRequestsInTheHost) {
+  exthost::Host host(options());
+  ASSERT_TRUE(host.load(plugin("one", {"--concurrency", "1"})));
+  EXPECT_EQ(host.extension_info("one")->concurrency, 1u);
+  std::promise<exthost::Result<std::string>> first;
+  host.call_named_tool("one:sleep", R"({"ms":800})", {}, [&](exthost::Result<std::string> r) { first.set_value(std::move(r)); });
+  std::this_thread::sleep_for(100ms);
+  std::stop_source source;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(200ms);
+    source.request_stop();
+  });
+  auto queued = host.call_tool("one", "sleep", R"({"ms":0})", {}, source.get_token());
+  canceller.join();
+  ASSERT_FALSE(queued);
+  EXPECT_EQ(queued.error().kind, exthost::ErrorKind::cancelled) << queued.error().message;
+  auto f = first.get_future();
+  ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(f.get());
+  auto served = host.call_tool("one", "served", "{}");
+  ASSERT_TRUE(served) << served.error().message;
+  EXPECT_EQ(*served, "2") << "the cancelled request reached the child";
+}
+
+// A sequential guard busy with its own tool reads nothing meanwhile. A hook event too large
+// for the pipe (a tool input over 64 KiB) waits in the write queue until the hook's
+// deadline: the hook fails open, and the guard, which is working, is not taken for one that
+// stopped reading.
+TEST_F(ConcurrencyTest, ALargeHookEventThatTimesOutBehindABusyGuardDoesNotEndTheGuard) {
+  auto o = options();
+  o.hook_timeout = 500ms;
+  exthost::Host host(o);
+  ASSERT_TRUE(host.load(plugin("guard", {}, k_guard_manifest)));
+  ASSERT_TRUE(host.load(plugin("worker", {})));
+  const auto pid = host.child_pid("guard");
+  std::promise<exthost::Result<std::string>> long_call;
+  host.call_named_tool("guard:sleep", R"({"ms":2500})", {}, [&](exthost::Result<std::string> r) { long_call.set_value(std::move(r)); });
+  std::this_thread::sleep_for(200ms);
+  const std::string big = R"({"ms":0,"pad":")" + std::string(100 * 1024, 'x') + R"("})";
+  auto r = host.call_tool("worker", "sleep", big);
+  EXPECT_TRUE(r) << "fail-open: " << r.error().message;
+  auto f = long_call.get_future();
+  ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+  auto done = f.get();
+  EXPECT_TRUE(done) << "the guard's own call was ended: " << done.error().message;
+  EXPECT_EQ(host.child_pid("guard"), pid) << "the working guard was killed";
+  EXPECT_EQ(host.extension_info("guard")->restart_count, 0u);
+}
+
 TEST_F(ConcurrencyTest, NoMoreRequestsThanDeclaredAreInFlightAndAllAreAnswered) {
   exthost::Host host(options());
   ASSERT_TRUE(host.load(plugin("pair", {"--concurrency", "2"})));

@@ -104,6 +104,7 @@ HostOptions host_options(const Options& o) {
     opts.command_invoke_timeout = ms;
     opts.provider_timeout = ms;
     opts.quick_timeout = ms;
+    opts.hook_timeout = ms;
   }
   return opts;
 }

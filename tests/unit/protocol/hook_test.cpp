@@ -50,6 +50,13 @@ TEST(HookResult, AMalformedModifyBlocksAndEverythingElseMalformedContinues) {
   const auto blocked = from(R"({"action":"modify"})");
   ASSERT_TRUE(std::holds_alternative<hook_result::Block>(blocked));
   EXPECT_EQ(std::get<hook_result::Block>(blocked).reason, "Extension returned malformed modify result");
+  // A tool's input is an object: a string, null or an array in its place is no input.
+  for (const char* reply : {R"({"action":"modify","input":"rm -rf /"})", R"({"action":"modify","input":null})",
+                            R"({"action":"modify","input":[1]})"}) {
+    const auto r = from(reply);
+    ASSERT_TRUE(std::holds_alternative<hook_result::Block>(r)) << reply;
+    EXPECT_EQ(std::get<hook_result::Block>(r).reason, "Extension returned malformed modify result");
+  }
   for (const char* reply : {R"({"action":"block"})", R"({"action":"replace"})", R"({"action":"replace","output":5})",
                             R"({"action":"wat"})", R"({})", R"("continue")", "null", "[1]"}) {
     EXPECT_TRUE(std::holds_alternative<hook_result::Continue>(from(reply))) << reply;

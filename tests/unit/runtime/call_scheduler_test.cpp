@@ -83,6 +83,36 @@ TEST(CallScheduler, AboveOneAtMostTheLimitIsInFlightAndAHookGoesAheadOfQueuedCal
   EXPECT_EQ(f.scheduler.in_flight(), 2u);
 }
 
+// A declared limit of 1 is a limit, not the undeclared pass-through: the rest wait in the
+// host, a hook goes first, and every admitted request reached an idle child.
+TEST(CallScheduler, ADeclaredLimitOfOneHoldsTheRestBackAndAHookGoesFirst) {
+  Fixture f;
+  f.scheduler.set_limit(1, true);
+  f.admit(Lane::normal, "a", 0);
+  f.admit(Lane::normal, "b", 1);
+  f.settle();
+  EXPECT_EQ(f.admitted, (std::vector<std::string>{"a"}));
+  f.admit(Lane::hook, "hook", 2);
+  f.settle();
+  f.slots[0].reset();
+  f.settle();
+  EXPECT_EQ(f.admitted, (std::vector<std::string>{"a", "hook"}));
+  EXPECT_TRUE(f.slots[2]->reached_idle_child());
+  f.slots[2].reset();
+  f.settle();
+  EXPECT_EQ(f.admitted, (std::vector<std::string>{"a", "hook", "b"}));
+  EXPECT_EQ(f.scheduler.in_flight(), 1u);
+}
+
+TEST(CallScheduler, UndeclaredIgnoresTheLimitGiven) {
+  Fixture f;
+  f.scheduler.set_limit(1, false);
+  for (std::size_t i = 0; i < 3; ++i) f.admit(Lane::normal, "c" + std::to_string(i), i);
+  f.settle();
+  EXPECT_EQ(f.scheduler.in_flight(), 3u);
+  EXPECT_FALSE(f.scheduler.bounded());
+}
+
 TEST(CallScheduler, ExclusiveWaitsForEveryoneAndHoldsTheRestBack) {
   Fixture f;
   f.admit(Lane::normal, "a", 0);
