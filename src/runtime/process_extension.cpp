@@ -672,8 +672,7 @@ Result<protocol::HookResult> ProcessExtension::hook_outcome(Result<boost::json::
 }
 
 asio::awaitable<Result<protocol::HookResult>> ProcessExtension::handle(const protocol::HookEvent& event) {
-  auto reply = co_await call("hook.handle", event.to_json());
-  co_return hook_outcome(std::move(reply));
+  co_return co_await handle_tracked(event, std::make_shared<bool>(false));
 }
 
 asio::awaitable<Result<protocol::HookResult>> ProcessExtension::handle_tracked(const protocol::HookEvent& event,
